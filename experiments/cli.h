@@ -1,0 +1,41 @@
+// The `gopt` command line: one CLI11 application with a subcommand per task. Subcommand
+// groups live in their own files (graph_commands.cpp, ...) and register themselves on
+// the app through an `add_*_commands(app, context)` call made from build_cli().
+//
+// Exit status: 0 success, 1 bad input (file, config, graph), 2 bad usage (unknown
+// subcommand or flag), 3 internal error.
+#pragma once
+
+#include <functional>
+#include <iosfwd>
+#include <memory>
+
+namespace CLI {
+class App;
+}
+
+namespace gopt::experiments {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitInputError = 1;
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitInternal = 3;
+
+/// Where commands write. Tests pass string streams; main passes std::cout / std::cerr.
+struct CliContext {
+  std::ostream& out;
+  std::ostream& err;
+  /// Set by the chosen subcommand's callback; run after parsing succeeds.
+  std::function<int()> action;
+};
+
+/// Builds the whole CLI; subcommands store their work in `context.action`.
+[[nodiscard]] std::unique_ptr<CLI::App> build_cli(CliContext& context);
+
+/// Parses argv, runs the chosen command, maps errors to exit status (see above).
+[[nodiscard]] int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
+
+/// Registers `gopt graph ...` (graph_commands.cpp).
+void add_graph_commands(CLI::App& app, CliContext& context);
+
+}  // namespace gopt::experiments

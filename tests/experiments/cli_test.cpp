@@ -1,0 +1,84 @@
+// The gopt executable end to end: exit codes and messages.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tests/support/run_command.h"
+
+namespace gopt::experiments {
+namespace {
+
+using gopt::testing::run_command;
+
+const std::string kGopt = GOPT_BINARY;
+const std::string kExample = std::string(GOPT_SOURCE_DIR) + "/datasets/graphs/mlp_tiny.json";
+const std::string kData = GOPT_TEST_DATA_DIR;
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+TEST(CliTest, HelpAndVersionExitZero) {
+  auto help = run_command(kGopt + " --help");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_TRUE(contains(help.out, "graph")) << help.out;
+  auto version = run_command(kGopt + " --version");
+  EXPECT_EQ(version.exit_code, 0);
+  EXPECT_TRUE(contains(version.out, "gopt 0.")) << version.out;
+  auto sub_help = run_command(kGopt + " graph info --help");
+  EXPECT_EQ(sub_help.exit_code, 0);
+  EXPECT_TRUE(contains(sub_help.out, "FILE")) << sub_help.out;
+}
+
+TEST(CliTest, UsageErrorsExitTwoWithUsage) {
+  for (const char* args : {"", " frobnicate", " graph", " graph info", " --no-such-flag",
+                           " graph info a.json --bogus"}) {
+    auto r = run_command(kGopt + args);
+    EXPECT_EQ(r.exit_code, 2) << "args: '" << args << "' err: " << r.err;
+    EXPECT_TRUE(contains(r.err, "Usage") || contains(r.err, "usage")) << r.err;
+  }
+}
+
+TEST(CliTest, InfoPrintsTheFigures) {
+  auto r = run_command(kGopt + " graph info " + kExample);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "nodes:          24")) << r.out;
+  EXPECT_TRUE(contains(r.out, "edges:          32")) << r.out;
+  EXPECT_TRUE(contains(r.out, "total FLOPs:")) << r.out;
+  EXPECT_TRUE(contains(r.out, "parameters:     795 KiB")) << r.out;  // (784*256+256+256*10+10)*4 B
+  EXPECT_TRUE(contains(r.out, "longest path:")) << r.out;
+  EXPECT_TRUE(contains(r.out, "MatMul")) << r.out;
+}
+
+TEST(CliTest, InfoJson) {
+  auto r = run_command(kGopt + " graph info --json " + kExample);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "\"nodes\": 24")) << r.out;
+  EXPECT_TRUE(contains(r.out, "\"param_bytes\": 814120")) << r.out;
+}
+
+TEST(CliTest, ValidateAcceptsAGoodFile) {
+  auto r = run_command(kGopt + " graph validate " + kExample);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "ok (24 nodes, 32 edges)")) << r.out;
+}
+
+TEST(CliTest, ValidateRejectsACycleNamingIt) {
+  auto r = run_command(kGopt + " graph validate " + kData + "/graphs/cycle.json");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "cycle.json")) << r.err;
+  EXPECT_TRUE(contains(r.err, "'encode' -> 'decode' -> 'feedback' -> 'encode'")) << r.err;
+}
+
+TEST(CliTest, TruncatedAndMissingFilesExitOne) {
+  auto truncated = run_command(kGopt + " graph info " + kData + "/graphs/truncated.json");
+  EXPECT_EQ(truncated.exit_code, 1);
+  EXPECT_TRUE(contains(truncated.err, "truncated.json")) << truncated.err;
+  EXPECT_TRUE(contains(truncated.err, "invalid JSON")) << truncated.err;
+  auto missing = run_command(kGopt + " graph validate /no/such/file.json");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_TRUE(contains(missing.err, "/no/such/file.json: no such file")) << missing.err;
+}
+
+}  // namespace
+}  // namespace gopt::experiments
