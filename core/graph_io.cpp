@@ -1,11 +1,14 @@
 #include "core/graph_io.h"
 
 #include <unistd.h>
+#include <array>
 #include <cmath>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string_view>
+#include <unordered_map>
 
 #include "core/errors.h"
 
@@ -34,19 +37,24 @@ std::string join(const std::vector<std::string>& items) {
   return out;
 }
 
-// Reads fields of one JSON object, remembering what was read so that unknown keys can be
-// reported. Every error names the source file and the object's location.
+// Reads fields of one JSON object, remembering which keys were asked for so that unknown
+// keys can be reported. Every error names the source file and the object's location; the
+// location text is only built when an error is reported (reading stays allocation-light).
 class FieldReader {
  public:
-  FieldReader(const Json& object, const std::string& source, std::string location)
-      : object_(object), source_(source), location_(std::move(location)) {}
+  // `location` builds the object's location text, e.g. "nodes[3] ('a')".
+  using LocationFn = std::string (*)(const Json& object, std::size_t index);
+
+  FieldReader(const Json& object, const std::string& source, LocationFn location, std::size_t index)
+      : object_(object), source_(source), location_(location), index_(index) {}
 
   [[noreturn]] void fail(const std::string& field, const std::string& problem) const {
-    throw InputError(source_, field.empty() ? location_ : location_ + "." + field, problem);
+    std::string where = location_(object_, index_);
+    throw InputError(source_, field.empty() ? where : where + "." + field, problem);
   }
 
   const Json* get(const char* field) {
-    known_.emplace_back(field);
+    if (num_known_ < kMaxFields) known_[num_known_++] = field;
     auto it = object_.find(field);
     return it == object_.end() ? nullptr : &*it;
   }
@@ -57,9 +65,9 @@ class FieldReader {
     return *j;
   }
 
-  std::string string(const char* field, bool required, std::string fallback = {}) {
+  std::string string(const char* field, bool required) {
     const Json* j = required ? &require(field) : get(field);
-    if (!j) return fallback;
+    if (!j) return {};
     if (!j->is_string()) fail(field, "expected a string, found " + type_name(*j));
     return j->get<std::string>();
   }
@@ -77,27 +85,34 @@ class FieldReader {
     return as_integer(*j, field, min);
   }
 
-  std::int64_t as_integer(const Json& j, const std::string& field, std::int64_t min) const {
+  std::int64_t as_integer(const Json& j, const char* field, std::int64_t min) const {
+    return as_integer(
+        j, [field] { return std::string(field); }, min);
+  }
+
+  // `field` is a callable producing the field's name, called only on error.
+  template <typename FieldName>
+  std::int64_t as_integer(const Json& j, FieldName field, std::int64_t min) const {
     std::int64_t value = 0;
     if (j.is_number_integer()) {
       value = j.get<std::int64_t>();
     } else if (j.is_number_unsigned()) {
       auto u = j.get<std::uint64_t>();
       if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
-        fail(field, "integer too large: " + std::to_string(u));
+        fail(field(), "integer too large: " + std::to_string(u));
       }
       value = static_cast<std::int64_t>(u);
     } else if (j.is_number_float()) {
       double d = j.get<double>();
       if (!(std::floor(d) == d && std::fabs(d) < 9.2e18)) {
-        fail(field, "expected an integer, found " + j.dump());
+        fail(field(), "expected an integer, found " + j.dump());
       }
       value = static_cast<std::int64_t>(d);
     } else {
-      fail(field, "expected an integer, found " + type_name(j));
+      fail(field(), "expected an integer, found " + type_name(j));
     }
     if (value < min) {
-      fail(field, "must be >= " + std::to_string(min) + ", found " + std::to_string(value));
+      fail(field(), "must be >= " + std::to_string(min) + ", found " + std::to_string(value));
     }
     return value;
   }
@@ -127,42 +142,62 @@ class FieldReader {
   // Unknown keys are errors: a misspelt "flop" must not silently become 0 FLOPs.
   void reject_unknown(const char* hint) const {
     for (auto it = object_.begin(); it != object_.end(); ++it) {
-      bool known = false;
-      for (const auto& k : known_) known = known || it.key() == k;
-      if (!known) {
-        fail(it.key(), std::string("unknown field; expected one of: ") + join(known_) + hint);
+      if (!is_known(it.key())) {
+        std::vector<std::string> names(known_.begin(), known_.begin() + num_known_);
+        fail(it.key(), std::string("unknown field; expected one of: ") + join(names) + hint);
       }
     }
   }
 
-  const std::string& location() const { return location_; }
-
  private:
+  static constexpr std::size_t kMaxFields = 24;
+
+  bool is_known(const std::string& key) const {
+    for (std::size_t i = 0; i < num_known_; ++i) {
+      if (key == known_[i]) return true;
+    }
+    return false;
+  }
+
   const Json& object_;
   const std::string& source_;
-  std::string location_;
-  std::vector<std::string> known_;
+  LocationFn location_;
+  std::size_t index_;
+  std::array<const char*, kMaxFields> known_{};
+  std::size_t num_known_ = 0;
 };
+
+std::string top_location(const Json&, std::size_t) { return ""; }
+
+std::string node_location(const Json& j, std::size_t index) {
+  std::string location = "nodes[" + std::to_string(index) + "]";
+  if (auto it = j.find("name"); it != j.end() && it->is_string()) {
+    location += " ('" + it->get<std::string>() + "')";
+  }
+  return location;
+}
+
+std::string edge_location(const Json&, std::size_t index) {
+  return "edges[" + std::to_string(index) + "]";
+}
 
 Shape read_shape(FieldReader& r, const Json& j, const std::string& field) {
   if (!j.is_array()) r.fail(field, "expected an array of dimensions, found " + type_name(j));
   Shape shape;
   shape.reserve(j.size());
   for (std::size_t i = 0; i < j.size(); ++i) {
-    shape.push_back(r.as_integer(j[i], field + "[" + std::to_string(i) + "]", 0));
+    shape.push_back(r.as_integer(
+        j[i], [&field, i] { return field + "[" + std::to_string(i) + "]"; }, 0));
   }
   return shape;
 }
 
 NodeAttrs read_node(const Json& j, std::size_t index, const std::string& source) {
-  std::string location = "nodes[" + std::to_string(index) + "]";
   if (!j.is_object()) {
-    throw InputError(source, location, "expected a node object, found " + type_name(j));
+    throw InputError(source, node_location(j, index),
+                     "expected a node object, found " + type_name(j));
   }
-  if (auto it = j.find("name"); it != j.end() && it->is_string()) {
-    location += " ('" + it->get<std::string>() + "')";
-  }
-  FieldReader r(j, source, location);
+  FieldReader r(j, source, node_location, index);
   NodeAttrs n;
   n.name = r.string("name", true);
   if (n.name.empty()) r.fail("name", "a node name must not be empty");
@@ -246,7 +281,7 @@ Graph parse_graph_json(std::string_view text, const std::string& source) {
     throw InputError(source, "",
                      "expected a JSON object at the top level, found " + type_name(doc));
   }
-  FieldReader top(doc, source, "");
+  FieldReader top(doc, source, top_location, 0);
   auto fail_top = [&](const std::string& field, const std::string& problem) {
     throw InputError(source, field, problem);
   };
@@ -266,38 +301,49 @@ Graph parse_graph_json(std::string_view text, const std::string& source) {
 
   const Json& nodes = top.require("nodes");
   if (!nodes.is_array()) fail_top("nodes", "expected an array of nodes, found " + type_name(nodes));
+  // Names index into the document's own strings, which outlive the loop over edges.
+  std::unordered_map<std::string_view, NodeId> ids;
+  ids.reserve(nodes.size());
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     NodeAttrs attrs = read_node(nodes[i], i, source);
-    if (auto first = graph.find(attrs.name)) {
+    const auto& name = nodes[i]["name"].get_ref<const std::string&>();
+    auto [first, inserted] = ids.emplace(name, static_cast<NodeId>(i));
+    if (!inserted) {
       throw GraphError(source, "nodes[" + std::to_string(i) + "]",
                        "duplicate node name '" + attrs.name + "' (first defined at nodes[" +
-                           std::to_string(*first) + "])",
+                           std::to_string(first->second) + "])",
                        {attrs.name});
     }
     graph.add_node(std::move(attrs));
   }
+  auto find = [&ids](const std::string& name) -> std::optional<NodeId> {
+    auto it = ids.find(name);
+    if (it == ids.end()) return std::nullopt;
+    return it->second;
+  };
 
   if (const Json* edges = top.get("edges")) {
     if (!edges->is_array())
       fail_top("edges", "expected an array of edges, found " + type_name(*edges));
     for (std::size_t i = 0; i < edges->size(); ++i) {
       const Json& e = (*edges)[i];
-      std::string location = "edges[" + std::to_string(i) + "]";
-      if (!e.is_object()) fail_top(location, "expected an edge object, found " + type_name(e));
-      FieldReader r(e, source, location);
+      if (!e.is_object()) {
+        fail_top(edge_location(e, i), "expected an edge object, found " + type_name(e));
+      }
+      FieldReader r(e, source, edge_location, i);
       std::string src = r.string("src", true);
       std::string dst = r.string("dst", true);
       EdgeAttrs attrs;
       attrs.control = r.boolean("control", false);
       attrs.bytes = r.integer("bytes", kDerivedBytes, 0);
       r.reject_unknown("");
-      auto s = graph.find(src);
+      auto s = find(src);
       if (!s) r.fail("src", "unknown node '" + src + "'");
-      auto d = graph.find(dst);
+      auto d = find(dst);
       if (!d) r.fail("dst", "unknown node '" + dst + "'");
       if (*s == *d) {
-        throw GraphError(source, location, "edge from node '" + src + "' to itself is a cycle",
-                         {src, src});
+        throw GraphError(source, edge_location(e, i),
+                         "edge from node '" + src + "' to itself is a cycle", {src, src});
       }
       graph.add_edge(*s, *d, attrs);
     }
