@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "core/errors.h"
+#include "core/strings.h"
 
 namespace gopt::core {
 namespace {
@@ -26,15 +27,6 @@ std::string type_name(const Json& j) {
   if (j.is_null()) return "null";
   if (j.is_array()) return "an array";
   return "an object";
-}
-
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    if (i > 0) out += ", ";
-    out += items[i];
-  }
-  return out;
 }
 
 // Reads fields of one JSON object, remembering which keys were asked for so that unknown
@@ -144,7 +136,8 @@ class FieldReader {
     for (auto it = object_.begin(); it != object_.end(); ++it) {
       if (!is_known(it.key())) {
         std::vector<std::string> names(known_.begin(), known_.begin() + num_known_);
-        fail(it.key(), std::string("unknown field; expected one of: ") + join(names) + hint);
+        fail(it.key(), "unknown field" + did_you_mean(it.key(), names) +
+                           "; expected one of: " + join(names) + hint);
       }
     }
   }

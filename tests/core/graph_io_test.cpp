@@ -127,7 +127,7 @@ TEST(GraphIoTest, NodeErrorsNameTheNodeAndField) {
   expect_error(doc(R"([{"name": "a", "op": "Relu", "phase": "sideways"}])"),
                {"phase", "unknown phase"});
   expect_error(doc(R"([{"name": "a", "op": "Relu", "flop": 3}])"),
-               {"('a').flop", "unknown field", "attrs"});
+               {"('a').flop", "unknown field (did you mean 'flops'?)", "attrs"});
   expect_error(doc(R"([{"name": "a", "op": "Relu", "attrs": {"k": 1}}])"),
                {"attrs.k", "expected a string"});
   expect_error(doc(R"([{"name": "a", "op": "Relu"}, {"name": "a", "op": "Tanh"}])"),

@@ -27,7 +27,7 @@ TEST(CliTest, HelpAndVersionExitZero) {
   EXPECT_TRUE(contains(version.out, "gopt 0.")) << version.out;
   auto sub_help = run_command(kGopt + " graph info --help");
   EXPECT_EQ(sub_help.exit_code, 0);
-  EXPECT_TRUE(contains(sub_help.out, "FILE")) << sub_help.out;
+  EXPECT_TRUE(contains(sub_help.out, "Usage: gopt graph info")) << sub_help.out;
 }
 
 TEST(CliTest, UsageErrorsExitTwoWithUsage) {

@@ -1,0 +1,27 @@
+// Small text helpers for user-facing messages: joining lists and "did you mean".
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gopt::core {
+
+/// "a, b, c".
+[[nodiscard]] std::string join(const std::vector<std::string>& items,
+                               std::string_view separator = ", ");
+
+/// Edit distance: insertions, deletions, substitutions and adjacent transpositions each
+/// cost 1 (optimal string alignment).
+[[nodiscard]] std::size_t edit_distance(std::string_view a, std::string_view b);
+
+/// The candidate closest to `word` when it is close enough to be a likely typo (distance
+/// at most max(1, |word| / 3)); empty otherwise.
+[[nodiscard]] std::string closest_match(std::string_view word,
+                                        const std::vector<std::string>& candidates);
+
+/// " (did you mean 'x'?)" when closest_match finds one, else "".
+[[nodiscard]] std::string did_you_mean(std::string_view word,
+                                       const std::vector<std::string>& candidates);
+
+}  // namespace gopt::core
