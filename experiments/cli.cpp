@@ -23,6 +23,7 @@ std::unique_ptr<CLI::App> build_cli(CliContext& context) {
     return "gopt: error: " + std::string(e.what()) + "\n\n" + usage;
   });
   add_graph_commands(*app, context);
+  add_simulate_command(*app, context);
   return app;
 }
 

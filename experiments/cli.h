@@ -38,4 +38,7 @@ struct CliContext {
 /// Registers `gopt graph ...` (graph_commands.cpp).
 void add_graph_commands(CLI::App& app, CliContext& context);
 
+/// Registers `gopt simulate` (simulate_command.cpp).
+void add_simulate_command(CLI::App& app, CliContext& context);
+
 }  // namespace gopt::experiments

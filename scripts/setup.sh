@@ -34,6 +34,8 @@ packages=(
   libbenchmark-dev
   libmetis-dev
   libtorch-dev libopenblas0-pthread
+  libonnx-dev libprotobuf-dev
+  python3-torch python3-torchvision python3-onnx
   python3
 )
 

@@ -1,0 +1,615 @@
+#include "datasets/onnx_importer.h"
+
+#include <onnx/defs/schema.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+
+#include "core/errors.h"
+#include "core/graph_io.h"
+
+namespace gopt::datasets {
+namespace {
+
+using core::Flops;
+using core::NodeId;
+using core::Phase;
+using core::Shape;
+
+// FLOPs per element for the non-matrix rules (docs/onnx-import.md).
+constexpr double kTranscendentalFlops = 4;
+constexpr double kNormFlops = 8;
+constexpr double kSoftmaxFlops = 5;
+constexpr double kAdamFlops = 10;
+constexpr double kSgdFlops = 2;
+
+std::optional<core::DType> dtype_of(int elem_type) {
+  using T = onnx::TensorProto_DataType;
+  switch (elem_type) {
+    case T::TensorProto_DataType_FLOAT:
+      return core::DType::kFloat32;
+    case T::TensorProto_DataType_FLOAT16:
+      return core::DType::kFloat16;
+    case T::TensorProto_DataType_BFLOAT16:
+      return core::DType::kBFloat16;
+    case T::TensorProto_DataType_DOUBLE:
+      return core::DType::kFloat64;
+    case T::TensorProto_DataType_INT8:
+      return core::DType::kInt8;
+    case T::TensorProto_DataType_UINT8:
+      return core::DType::kUInt8;
+    case T::TensorProto_DataType_INT32:
+      return core::DType::kInt32;
+    case T::TensorProto_DataType_INT64:
+      return core::DType::kInt64;
+    case T::TensorProto_DataType_BOOL:
+      return core::DType::kBool;
+    default:
+      return std::nullopt;
+  }
+}
+
+bool is_float(core::DType d) {
+  return d == core::DType::kFloat32 || d == core::DType::kFloat16 || d == core::DType::kBFloat16 ||
+         d == core::DType::kFloat64;
+}
+
+// A value (tensor) of the ONNX graph: its producer in the gopt graph and its type.
+struct Value {
+  NodeId producer = -1;
+  std::int32_t output = 0;
+  Shape shape;
+  core::DType dtype = core::DType::kFloat32;
+  bool known = false;  ///< shape fully known
+  bool trainable = false;
+
+  [[nodiscard]] core::Bytes bytes() const {
+    return core::num_elements(shape) * core::dtype_size_bytes(dtype);
+  }
+};
+
+double elems(const Shape& s) { return static_cast<double>(core::num_elements(s)); }
+
+std::int64_t int_attr(const onnx::NodeProto& n, const char* name, std::int64_t fallback) {
+  for (const auto& a : n.attribute()) {
+    if (a.name() == name) return a.i();
+  }
+  return fallback;
+}
+
+std::vector<std::int64_t> ints_attr(const onnx::NodeProto& n, const char* name) {
+  for (const auto& a : n.attribute()) {
+    if (a.name() == name) return {a.ints().begin(), a.ints().end()};
+  }
+  return {};
+}
+
+const std::unordered_set<std::string>& transcendental_ops() {
+  static const std::unordered_set<std::string> s = {
+      "Exp",      "Log",      "Sigmoid",     "Tanh",      "Erf",  "Gelu",
+      "Softplus", "Softsign", "Elu",         "Selu",      "Sqrt", "Pow",
+      "Sin",      "Cos",      "HardSigmoid", "HardSwish", "Mish", "Reciprocal"};
+  return s;
+}
+
+const std::unordered_set<std::string>& pointwise_ops() {
+  static const std::unordered_set<std::string> s = {"Add",    "Sub",         "Mul",
+                                                    "Div",    "Neg",         "Abs",
+                                                    "Relu",   "LeakyRelu",   "PRelu",
+                                                    "Clip",   "Max",         "Min",
+                                                    "Sum",    "Mean",        "Where",
+                                                    "Equal",  "Less",        "Greater",
+                                                    "Not",    "And",         "Or",
+                                                    "Floor",  "Ceil",        "Round",
+                                                    "Sign",   "Cast",        "Dropout",
+                                                    "Expand", "LessOrEqual", "GreaterOrEqual",
+                                                    "Mod",    "BitShift",    "ThresholdedRelu",
+                                                    "Celu",   "Shrink",      "IsNaN",
+                                                    "IsInf"};
+  return s;
+}
+
+// Ops that only move or reinterpret data: no FLOPs, costed by their bytes (not a warning).
+const std::unordered_set<std::string>& data_ops() {
+  static const std::unordered_set<std::string> s = {
+      "Reshape",      "Transpose",    "Concat",    "Split",           "Gather", "GatherElements",
+      "GatherND",     "Flatten",      "Squeeze",   "Unsqueeze",       "Slice",  "Pad",
+      "Identity",     "Shape",        "Constant",  "ConstantOfShape", "Tile",   "Size",
+      "DepthToSpace", "SpaceToDepth", "ScatterND", "ScatterElements", "Range",  "OneHot",
+      "CastLike",     "NonZero",      "Trilu"};
+  return s;
+}
+
+const std::unordered_set<std::string>& reduction_ops() {
+  static const std::unordered_set<std::string> s = {
+      "ReduceSum", "ReduceMean",      "ReduceMax",       "ReduceMin", "ReduceProd", "ReduceL1",
+      "ReduceL2",  "ReduceLogSumExp", "ReduceSumSquare", "ArgMax",    "ArgMin",     "CumSum",
+      "TopK"};
+  return s;
+}
+
+class Importer {
+ public:
+  /// A forward op with the values it reads and writes, kept for --training.
+  struct ForwardOp {
+    NodeId node;
+    std::vector<Value> inputs;
+    std::vector<Value> outputs;
+    Flops flops;
+  };
+
+  Importer(std::string source, const OnnxImportOptions& options)
+      : source_(std::move(source)), options_(options) {}
+
+  OnnxImportResult run(std::string_view serialized) {
+    onnx::ModelProto model;
+    if (serialized.empty()) fail("", "the file is empty");
+    if (serialized.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()) ||
+        !model.ParseFromArray(serialized.data(), static_cast<int>(serialized.size()))) {
+      fail("", "not a valid ONNX model: the protobuf is truncated or corrupt");
+    }
+    if (!model.has_graph() || model.graph().node_size() == 0) {
+      fail("", "not a valid ONNX model: it has no graph or the graph has no nodes");
+    }
+    fix_batch(model);
+    try {
+      onnx::ShapeInferenceOptions si(/*check_type=*/false, /*error_mode=*/0,
+                                     /*data_propagation=*/true);
+      onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), si);
+    } catch (const std::exception& e) {
+      fail("", std::string("shape inference failed: ") + e.what());
+    }
+    const auto& g = model.graph();
+    std::string stem = std::filesystem::path(source_).stem().string();
+    graph_ = core::Graph(stem.empty() ? "onnx_model" : stem);
+    graph_.set_family("onnx");
+    graph_.mutable_attrs()["source"] = source_;
+    if (!model.producer_name().empty()) {
+      graph_.mutable_attrs()["producer"] = model.producer_name() + " " + model.producer_version();
+    }
+    for (const auto& op : model.opset_import()) {
+      if (op.domain().empty() || op.domain() == "ai.onnx") {
+        graph_.mutable_attrs()["opset"] = std::to_string(op.version());
+      }
+    }
+    collect_types(g);
+    add_sources(g);
+    for (int i = 0; i < g.node_size(); ++i) add_node(g.node(i), i);
+    std::vector<std::string> outputs;
+    for (const auto& o : g.output()) outputs.push_back(o.name());
+    if (options_.training) add_training(outputs);
+    graph_.mutable_attrs()["num_parameters"] = std::to_string(num_parameters_);
+    graph_.complete();
+    graph_.validate(source_);
+
+    OnnxImportResult result{std::move(graph_), {uncosted_.begin(), uncosted_.end()}, {}};
+    if (!result.uncosted_op_types.empty()) {
+      std::string list;
+      for (const auto& t : result.uncosted_op_types) list += (list.empty() ? "" : ", ") + t;
+      result.warning = source_ + ": warning: no FLOPs rule for op types " + list +
+                       "; their ops are costed by bytes moved only";
+    }
+    return result;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& location, const std::string& problem) const {
+    throw core::InputError(source_, location, problem);
+  }
+
+  static std::string node_label(const onnx::NodeProto& n, int index) {
+    return "node " + std::to_string(index) + " '" + (n.name().empty() ? n.op_type() : n.name()) +
+           "' (" + n.op_type() + ")";
+  }
+
+  // Sets dynamic leading dims of graph inputs to --batch; any other dynamic dim is an error.
+  void fix_batch(onnx::ModelProto& model) {
+    std::unordered_set<std::string> inits;
+    for (const auto& t : model.graph().initializer()) inits.insert(t.name());
+    for (auto& in : *model.mutable_graph()->mutable_input()) {
+      if (inits.count(in.name()) != 0 || !in.type().has_tensor_type()) continue;
+      auto* shape = in.mutable_type()->mutable_tensor_type()->mutable_shape();
+      for (int d = 0; d < shape->dim_size(); ++d) {
+        auto* dim = shape->mutable_dim(d);
+        if (dim->has_dim_value() && dim->dim_value() > 0) continue;
+        std::string what = dim->has_dim_param() ? "'" + dim->dim_param() + "'" : "unknown";
+        if (d != 0) {
+          fail("input '" + in.name() + "'",
+               "dimension " + std::to_string(d) + " is dynamic (" + what +
+                   "); only the leading batch dimension can be set (with --batch); export the "
+                   "model with fixed shapes");
+        }
+        if (options_.batch <= 0) {
+          fail("input '" + in.name() + "'",
+               "dimension 0 is dynamic (" + what + "): give the batch size with --batch N");
+        }
+        dim->set_dim_value(options_.batch);
+      }
+    }
+  }
+
+  void note_type(const onnx::ValueInfoProto& v) {
+    if (!v.type().has_tensor_type()) return;
+    const auto& tt = v.type().tensor_type();
+    Value val;
+    val.dtype = dtype_of(tt.elem_type()).value_or(core::DType::kFloat32);
+    val.known = tt.has_shape();
+    if (tt.has_shape()) {
+      for (const auto& d : tt.shape().dim()) {
+        if (!d.has_dim_value() || d.dim_value() < 0) {
+          val.known = false;
+          break;
+        }
+        val.shape.push_back(d.dim_value());
+      }
+    }
+    types_[v.name()] = std::move(val);
+  }
+
+  void collect_types(const onnx::GraphProto& g) {
+    for (const auto& v : g.input()) note_type(v);
+    for (const auto& v : g.value_info()) note_type(v);
+    for (const auto& v : g.output()) note_type(v);
+  }
+
+  std::string unique(std::string name) {
+    if (name.empty()) name = "unnamed";
+    if (used_names_.insert(name).second) return name;
+    for (int i = 1;; ++i) {
+      std::string c = name + "_" + std::to_string(i);
+      if (used_names_.insert(c).second) return c;
+    }
+  }
+
+  void add_sources(const onnx::GraphProto& g) {
+    for (const auto& t : g.initializer()) {
+      Value v;
+      v.dtype = dtype_of(t.data_type()).value_or(core::DType::kFloat32);
+      v.shape.assign(t.dims().begin(), t.dims().end());
+      v.known = true;
+      v.trainable = is_float(v.dtype);
+      core::NodeAttrs n;
+      n.name = unique(t.name());
+      n.op_type = "Initializer";
+      n.kind = core::OpKind::kVariable;
+      n.output_shapes = {v.shape};
+      n.dtype = v.dtype;
+      n.param_bytes = v.bytes();
+      n.phase = Phase::kForward;
+      n.colocation_group = n.name;
+      v.producer = graph_.add_node(std::move(n));
+      if (v.trainable) {
+        num_parameters_ += core::num_elements(v.shape);
+        initializers_.push_back(v.producer);
+      }
+      values_[t.name()] = v;
+    }
+    for (const auto& in : g.input()) {
+      if (values_.count(in.name()) != 0) continue;  // an initializer listed as input
+      auto it = types_.find(in.name());
+      if (it == types_.end() || !it->second.known) {
+        fail("input '" + in.name() + "'", "has no tensor shape");
+      }
+      Value v = it->second;
+      core::NodeAttrs n;
+      n.name = unique(in.name());
+      n.op_type = "Placeholder";
+      n.kind = core::OpKind::kInput;
+      n.output_shapes = {v.shape};
+      n.dtype = v.dtype;
+      n.phase = Phase::kForward;
+      v.producer = graph_.add_node(std::move(n));
+      values_[in.name()] = v;
+    }
+  }
+
+  Flops flops_of(const onnx::NodeProto& n, const std::vector<const Value*>& in,
+                 const std::vector<Value>& out) {
+    const std::string& t = n.op_type();
+    const Shape& y = out.empty() ? Shape{} : out.front().shape;
+    auto input_shape = [&](std::size_t i) -> const Shape* {
+      return i < in.size() && in[i] != nullptr ? &in[i]->shape : nullptr;
+    };
+    if (t == "Conv" || t == "ConvInteger" || t == "QLinearConv") {
+      const Shape* w = input_shape(t == "QLinearConv" ? 3 : 1);
+      if (w == nullptr || w->empty() || (*w)[0] == 0) return 0;
+      double per_output = elems(*w) / static_cast<double>((*w)[0]);
+      return 2.0 * elems(y) * per_output + (input_shape(2) && t == "Conv" ? elems(y) : 0);
+    }
+    if (t == "ConvTranspose") {
+      const Shape* x = input_shape(0);
+      const Shape* w = input_shape(1);
+      if (x == nullptr || w == nullptr || w->empty() || (*w)[0] == 0) return 0;
+      return 2.0 * elems(*x) * elems(*w) / static_cast<double>((*w)[0]);
+    }
+    if (t == "Gemm") {
+      const Shape* a = input_shape(0);
+      if (a == nullptr || a->size() != 2) return 0;
+      double k = static_cast<double>(int_attr(n, "transA", 0) != 0 ? (*a)[0] : (*a)[1]);
+      return 2.0 * elems(y) * k + (input_shape(2) ? elems(y) : 0);
+    }
+    if (t == "MatMul" || t == "MatMulInteger") {
+      const Shape* a = input_shape(0);
+      if (a == nullptr || a->empty()) return 0;
+      return 2.0 * elems(y) * static_cast<double>(a->back());
+    }
+    if (t == "Einsum") {
+      uncosted_.insert(t);
+      return 0;
+    }
+    if (t == "LSTM" || t == "GRU" || t == "RNN") {
+      const Shape* x = input_shape(0);
+      const Shape* w = input_shape(1);
+      const Shape* r = input_shape(2);
+      if (x == nullptr || w == nullptr || r == nullptr || x->size() != 3) return 0;
+      // Per step and direction: [batch, input] x W^T and [batch, hidden] x R^T, plus the
+      // gate arithmetic (about 10 pointwise ops per hidden unit per gate).
+      double steps_batch = static_cast<double>((*x)[0] * (*x)[1]);
+      double matmul = 2.0 * steps_batch * (elems(*w) + elems(*r));
+      double gates = (*w).size() == 3 ? static_cast<double>((*w)[0] * (*w)[1]) : 0;
+      return matmul + 10.0 * steps_batch * gates;
+    }
+    if (t == "MaxPool" || t == "AveragePool" || t == "LpPool") {
+      double window = 1;
+      for (auto k : ints_attr(n, "kernel_shape")) window *= static_cast<double>(k);
+      return elems(y) * window;
+    }
+    if (t == "GlobalAveragePool" || t == "GlobalMaxPool") {
+      return input_shape(0) ? elems(*input_shape(0)) : 0;
+    }
+    if (t == "BatchNormalization" || t == "InstanceNormalization" || t == "LayerNormalization" ||
+        t == "GroupNormalization" || t == "LRN" || t == "MeanVarianceNormalization") {
+      return elems(y) * (t == "BatchNormalization" ? 2 : kNormFlops);
+    }
+    if (t == "Softmax" || t == "LogSoftmax" || t == "Hardmax") return elems(y) * kSoftmaxFlops;
+    if (t == "Resize" || t == "Upsample") return elems(y) * 4;
+    if (transcendental_ops().count(t) != 0) return elems(y) * kTranscendentalFlops;
+    if (pointwise_ops().count(t) != 0) return elems(y);
+    if (reduction_ops().count(t) != 0) return input_shape(0) ? elems(*input_shape(0)) : 0;
+    if (data_ops().count(t) != 0) return 0;
+    uncosted_.insert(t);
+    return 0;
+  }
+
+  void add_node(const onnx::NodeProto& n, int index) {
+    std::vector<const Value*> inputs;
+    for (const auto& name : n.input()) {
+      if (name.empty()) {
+        inputs.push_back(nullptr);  // an omitted optional input
+        continue;
+      }
+      auto it = values_.find(name);
+      if (it == values_.end()) {
+        fail(node_label(n, index), "input '" + name +
+                                       "' is produced by no earlier node, initializer or graph "
+                                       "input (the graph is not topologically sorted?)");
+      }
+      inputs.push_back(&it->second);
+    }
+    std::vector<Value> outputs;
+    for (const auto& name : n.output()) {
+      if (name.empty()) continue;
+      auto it = types_.find(name);
+      if (it == types_.end() || !it->second.known) {
+        fail(node_label(n, index),
+             "the shape of output '" + name +
+                 "' cannot be inferred (unsupported op, a data-dependent shape, or a dynamic "
+                 "dimension other than the batch)");
+      }
+      outputs.push_back(it->second);
+    }
+    core::NodeAttrs attrs;
+    attrs.name = unique(n.name().empty() ? n.op_type() + "_" + std::to_string(index) : n.name());
+    attrs.op_type = n.op_type();
+    attrs.kind = core::classify_op_type(n.op_type());
+    for (const auto& o : outputs) attrs.output_shapes.push_back(o.shape);
+    attrs.dtype = outputs.empty() ? core::DType::kFloat32 : outputs.front().dtype;
+    attrs.flops = flops_of(n, inputs, outputs);
+    attrs.phase = Phase::kForward;
+    NodeId id = graph_.add_node(std::move(attrs));
+    bool grad = false;
+    std::vector<std::pair<NodeId, std::int32_t>> ins;
+    for (const Value* v : inputs) {
+      if (v == nullptr) continue;
+      graph_.add_edge(v->producer, id, core::EdgeAttrs{v->bytes(), false});
+      grad = grad || v->trainable || requires_grad_.count(v->producer) != 0;
+    }
+    if (grad) requires_grad_.insert(id);
+    ForwardOp op{id, {}, {}, graph_.node(id).flops};
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      if (inputs[i] != nullptr) op.inputs.push_back(*inputs[i]);
+    }
+    std::int32_t out_index = 0;
+    for (int i = 0; i < n.output_size(); ++i) {
+      if (n.output(i).empty()) continue;
+      Value v = outputs[static_cast<std::size_t>(out_index)];
+      v.producer = id;
+      v.output = out_index++;
+      v.trainable = false;
+      values_[n.output(i)] = v;
+      op.outputs.push_back(v);
+    }
+    forward_.push_back(std::move(op));
+  }
+
+  static std::int64_t key(const Value& v) {
+    return (static_cast<std::int64_t>(v.producer) << 8) | v.output;
+  }
+
+  bool needs_grad(const Value& v) const {
+    return v.trainable || requires_grad_.count(v.producer) != 0;
+  }
+
+  NodeId add_backward_node(std::string name, std::string op_type, core::OpKind kind,
+                           std::vector<Shape> shapes, Flops flops, Phase phase) {
+    core::NodeAttrs n;
+    n.name = unique(std::move(name));
+    n.op_type = std::move(op_type);
+    n.kind = kind;
+    n.output_shapes = std::move(shapes);
+    n.flops = flops;
+    n.phase = phase;
+    return graph_.add_node(std::move(n));
+  }
+
+  // Sums the partial gradients of a value (AddN when there are several).
+  std::optional<Value> take_grad(const Value& v, const std::string& owner) {
+    auto it = grads_.find(key(v));
+    if (it == grads_.end()) return std::nullopt;
+    std::vector<Value> parts = std::move(it->second);
+    grads_.erase(it);
+    if (parts.size() == 1) return parts.front();
+    Value sum = parts.front();
+    sum.producer = add_backward_node(
+        "gradients/" + owner + "_grad/AddN", "AddN", core::OpKind::kElementwise, {sum.shape},
+        elems(sum.shape) * static_cast<double>(parts.size() - 1), Phase::kBackward);
+    sum.output = 0;
+    for (const auto& p : parts) {
+      graph_.add_edge(p.producer, sum.producer, core::EdgeAttrs{p.bytes(), false});
+    }
+    return sum;
+  }
+
+  // Generic reverse-mode pass: one gradient op per forward op on a path from a trainable
+  // initializer, reading the output gradient, the op's inputs and its output; it produces
+  // the gradients of the inputs that need one. Matrix ops cost their forward FLOPs once per
+  // produced gradient (dX and dW), everything else its forward FLOPs.
+  void add_training(const std::vector<std::string>& graph_outputs) {
+    std::vector<Value> outs;
+    for (const auto& name : graph_outputs) {
+      auto it = values_.find(name);
+      if (it != values_.end() && needs_grad(it->second)) outs.push_back(it->second);
+    }
+    if (outs.empty()) fail("", "--training: no graph output depends on a trainable initializer");
+    double loss_elems = 0;
+    for (const auto& o : outs) loss_elems += elems(o.shape);
+    NodeId loss = add_backward_node("loss/ReduceMean", "ReduceMean", core::OpKind::kReduction,
+                                    {Shape{}}, loss_elems, Phase::kForward);
+    for (const auto& o : outs) graph_.add_edge(o.producer, loss, core::EdgeAttrs{o.bytes(), false});
+    NodeId seed = add_backward_node("gradients/Fill", "Fill", core::OpKind::kInput, {Shape{}}, 0,
+                                    Phase::kBackward);
+    graph_.add_edge(loss, seed, core::EdgeAttrs{4, false});
+    for (const auto& o : outs) {
+      NodeId g = add_backward_node("gradients/loss/ReduceMean_grad/Tile", "Tile",
+                                   core::OpKind::kDataMovement, {o.shape}, 0, Phase::kBackward);
+      graph_.add_edge(seed, g, core::EdgeAttrs{4, false});
+      Value gv = o;
+      gv.producer = g;
+      gv.output = 0;
+      grads_[key(o)].push_back(gv);
+    }
+    for (auto it = forward_.rbegin(); it != forward_.rend(); ++it) backprop(*it);
+    add_updates();
+  }
+
+  void backprop(const ForwardOp& op) {
+    const std::string name = graph_.node(op.node).name;
+    std::vector<Value> dys;
+    for (const auto& out : op.outputs) {
+      if (auto g = take_grad(out, name)) dys.push_back(*g);
+    }
+    if (dys.empty()) return;  // does not reach a graph output
+    std::vector<std::size_t> targets;
+    std::vector<Shape> shapes;
+    for (std::size_t i = 0; i < op.inputs.size(); ++i) {
+      if (needs_grad(op.inputs[i])) {
+        targets.push_back(i);
+        shapes.push_back(op.inputs[i].shape);
+      }
+    }
+    if (targets.empty()) return;
+    const auto& fwd = graph_.node(op.node);
+    bool matrix = fwd.kind == core::OpKind::kMatMul || fwd.kind == core::OpKind::kConv ||
+                  fwd.kind == core::OpKind::kRecurrent;
+    Flops flops = matrix ? op.flops * static_cast<double>(targets.size()) : op.flops;
+    std::string type = fwd.op_type + "Grad";
+    NodeId g = add_backward_node("gradients/" + name + "_grad/" + type, type, fwd.kind,
+                                 std::move(shapes), flops, Phase::kBackward);
+    for (const auto& d : dys) graph_.add_edge(d.producer, g, core::EdgeAttrs{d.bytes(), false});
+    for (const auto& in : op.inputs) {
+      graph_.add_edge(in.producer, g, core::EdgeAttrs{in.bytes(), false});
+    }
+    if (!op.outputs.empty()) {
+      graph_.add_edge(op.node, g, core::EdgeAttrs{op.outputs.front().bytes(), false});
+    }
+    for (std::size_t k = 0; k < targets.size(); ++k) {
+      Value gv = op.inputs[targets[k]];
+      gv.producer = g;
+      gv.output = static_cast<std::int32_t>(k);
+      gv.trainable = false;
+      grads_[key(op.inputs[targets[k]])].push_back(gv);
+    }
+  }
+
+  void add_updates() {
+    bool adam = options_.optimizer == Optimizer::kAdam;
+    std::vector<NodeId> updates;
+    for (NodeId init : initializers_) {
+      const auto& n = graph_.node(init);
+      Value v;
+      v.producer = init;
+      v.shape = n.output_shapes.front();
+      v.dtype = n.dtype;
+      v.trainable = true;
+      std::string name = n.name;
+      auto grad = take_grad(v, name);
+      if (!grad) continue;
+      core::Bytes b = v.bytes();
+      core::NodeAttrs u;
+      u.name = unique(name + (adam ? "/ApplyAdam" : "/ApplyGradientDescent"));
+      u.op_type = adam ? "ApplyAdam" : "ApplyGradientDescent";
+      u.kind = core::OpKind::kUpdate;
+      u.output_shapes = {v.shape};
+      u.dtype = v.dtype;
+      u.flops = elems(v.shape) * (adam ? kAdamFlops : kSgdFlops);
+      u.param_bytes = adam ? 2 * b : 0;
+      u.bytes_read = adam ? 4 * b : 2 * b;
+      u.bytes_written = adam ? 3 * b : b;
+      u.phase = Phase::kUpdate;
+      u.colocation_group = n.colocation_group;
+      NodeId id = graph_.add_node(std::move(u));
+      graph_.add_edge(init, id, core::EdgeAttrs{b, false});
+      graph_.add_edge(grad->producer, id, core::EdgeAttrs{grad->bytes(), false});
+      updates.push_back(id);
+    }
+    NodeId train =
+        add_backward_node("train_op", "NoOp", core::OpKind::kControl, {}, 0, Phase::kUpdate);
+    for (NodeId u : updates) graph_.add_edge(u, train, core::EdgeAttrs{0, true});
+  }
+
+ private:
+  std::string source_;
+  OnnxImportOptions options_;
+  core::Graph graph_;
+  std::unordered_map<std::string, Value> types_;   ///< inferred types by value name
+  std::unordered_map<std::string, Value> values_;  ///< produced values by name
+  std::unordered_set<std::string> used_names_;
+  std::unordered_set<NodeId> requires_grad_;
+  std::vector<ForwardOp> forward_;
+  std::vector<NodeId> initializers_;
+  std::unordered_map<std::int64_t, std::vector<Value>> grads_;
+  std::set<std::string> uncosted_;
+  std::int64_t num_parameters_ = 0;
+};
+
+}  // namespace
+
+OnnxImportResult import_onnx_bytes(std::string_view serialized, const std::string& source,
+                                   const OnnxImportOptions& options) {
+  return Importer(source, options).run(serialized);
+}
+
+OnnxImportResult import_onnx(const std::filesystem::path& path, const OnnxImportOptions& options) {
+  std::string bytes = core::read_text_file(path);
+  return import_onnx_bytes(bytes, path.string(), options);
+}
+
+}  // namespace gopt::datasets

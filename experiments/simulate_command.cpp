@@ -1,0 +1,182 @@
+// `gopt simulate --graph FILE --hardware PROFILE [--placement single|round_robin|FILE]
+//                [--trace OUT.json] [--json]`: one simulated training step.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <string>
+
+#include "core/compiled_graph.h"
+#include "core/graph_io.h"
+#include "experiments/cli.h"
+#include "hardware/cost_model.h"
+#include "hardware/profile.h"
+#include "simulator/chrome_trace.h"
+#include "simulator/decision_io.h"
+#include "simulator/simulator.h"
+
+namespace gopt::experiments {
+namespace {
+
+struct SimulateArgs {
+  std::string graph;
+  std::string hardware;
+  std::string placement = "single";
+  std::string trace;
+  bool json = false;
+};
+
+std::string percent(double fraction) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * fraction);
+  return buf;
+}
+
+std::string pad(std::string s, std::size_t width) {
+  if (s.size() < width) s.append(width - s.size(), ' ');
+  return s;
+}
+
+int run_simulate(const SimulateArgs& args, CliContext& ctx) {
+  auto graph = core::CompiledGraph::compile(core::read_graph_file(args.graph));
+  auto cluster = hardware::load_profile(args.hardware);
+  hardware::RooflineCostModel cost(cluster);
+
+  core::Decision decision;
+  std::string decision_source = "--placement";
+  if (args.placement == "single") {
+    // Every op on device 0 (the default of an absent placement).
+  } else if (args.placement == "round_robin") {
+    decision.placement = simulator::round_robin_placement(graph, cluster.num_devices());
+  } else {
+    decision = simulator::read_decision_file(args.placement, graph, cluster);
+    decision_source = args.placement;
+  }
+
+  simulator::Simulator sim(graph, cluster, cost,
+                           simulator::SimulatorOptions().source(decision_source));
+  simulator::ChromeTraceWriter trace;
+  const auto& r = sim.simulate(decision, args.trace.empty() ? nullptr : &trace);
+  if (!args.trace.empty()) trace.write(args.trace);
+
+  const auto D = static_cast<std::size_t>(cluster.num_devices());
+  if (args.json) {
+    nlohmann::ordered_json j;
+    j["graph"] = graph.name();
+    j["hardware"] = cluster.name();
+    j["placement"] = args.placement;
+    j["step_time_s"] = r.step_time_s;
+    j["oom"] = r.oom;
+    j["oom_device"] = r.oom ? nlohmann::ordered_json(cluster.device(r.oom_device).name)
+                            : nlohmann::ordered_json(nullptr);
+    j["lower_bound_critical_path_s"] = r.lower_bound_critical_path_s;
+    j["lower_bound_work_s"] = r.lower_bound_work_s;
+    j["bytes_moved"] = r.bytes_moved;
+    j["num_transfers"] = r.num_transfers;
+    j["num_kernels"] = r.num_kernels;
+    j["devices"] = nlohmann::ordered_json::array();
+    for (std::size_t d = 0; d < D; ++d) {
+      const auto& dev = r.devices[d];
+      const auto& spec = cluster.device(static_cast<core::DeviceId>(d));
+      j["devices"].push_back({{"name", spec.name},
+                              {"busy_s", dev.busy_s},
+                              {"utilisation", r.step_time_s > 0 ? dev.busy_s / r.step_time_s : 0},
+                              {"kernels", dev.num_kernels},
+                              {"peak_memory_bytes", dev.peak_memory_bytes},
+                              {"param_bytes", dev.param_bytes},
+                              {"memory_capacity_bytes", spec.memory_capacity_bytes}});
+    }
+    j["links"] = nlohmann::ordered_json::array();
+    for (hardware::LinkId l = 0; l < cluster.num_links(); ++l) {
+      const auto& link = r.links[static_cast<std::size_t>(l)];
+      j["links"].push_back({{"name", cluster.link(l).name},
+                            {"bytes_moved", link.bytes_moved},
+                            {"busy_s", link.busy_s},
+                            {"transfers", link.num_transfers}});
+    }
+    if (!args.trace.empty()) j["trace"] = args.trace;
+    ctx.out << j.dump(2) << "\n";
+    return kExitOk;
+  }
+
+  auto& out = ctx.out;
+  auto bytes = [](core::Bytes b) { return core::format_bytes(static_cast<double>(b)); };
+  out << "graph:        " << graph.name() << " (" << graph.num_nodes() << " ops, "
+      << graph.num_edges() << " edges)\n";
+  out << "hardware:     " << cluster.name() << " (" << cluster.num_devices() << " devices, "
+      << cluster.provenance().kind << " profile)\n";
+  out << "placement:    " << args.placement << "\n";
+  out << "step time:    " << core::format_seconds(r.step_time_s) << "\n";
+  double bound = r.lower_bound_s();
+  out << "lower bounds: critical path " << core::format_seconds(r.lower_bound_critical_path_s)
+      << ", work/devices " << core::format_seconds(r.lower_bound_work_s);
+  if (bound > 0) {
+    char ratio[32];
+    std::snprintf(ratio, sizeof ratio, "%.2fx", r.step_time_s / bound);
+    out << " (step time is " << ratio << " the larger)";
+  }
+  out << "\n";
+  out << "OOM:          ";
+  if (r.oom) {
+    out << "yes, " << cluster.device(r.oom_device).name << " exceeded "
+        << bytes(cluster.device(r.oom_device).memory_capacity_bytes) << " at "
+        << core::format_seconds(r.oom_time_s) << "\n";
+  } else {
+    out << "no\n";
+  }
+  out << "bytes moved:  " << bytes(r.bytes_moved) << " in " << r.num_transfers << " transfers\n";
+  out << "kernels:      " << r.num_kernels << "\n";
+  out << "devices:\n  " << pad("name", 12) << pad("busy", 12) << pad("util", 8) << pad("kernels", 9)
+      << pad("peak memory", 13) << pad("params", 12) << "capacity\n";
+  for (std::size_t d = 0; d < D; ++d) {
+    const auto& dev = r.devices[d];
+    const auto& spec = cluster.device(static_cast<core::DeviceId>(d));
+    out << "  " << pad(spec.name, 12) << pad(core::format_seconds(dev.busy_s), 12)
+        << pad(percent(r.step_time_s > 0 ? dev.busy_s / r.step_time_s : 0), 8)
+        << pad(std::to_string(dev.num_kernels), 9) << pad(bytes(dev.peak_memory_bytes), 13)
+        << pad(bytes(dev.param_bytes), 12) << bytes(spec.memory_capacity_bytes) << "\n";
+  }
+  bool any_link = false;
+  for (hardware::LinkId l = 0; l < cluster.num_links(); ++l) {
+    const auto& link = r.links[static_cast<std::size_t>(l)];
+    if (link.num_transfers == 0) continue;
+    if (!any_link) {
+      out << "links (used):\n  " << pad("name", 20) << pad("bytes", 12) << pad("transfers", 11)
+          << "busy (both directions)\n";
+      any_link = true;
+    }
+    out << "  " << pad(cluster.link(l).name, 20) << pad(bytes(link.bytes_moved), 12)
+        << pad(std::to_string(link.num_transfers), 11) << core::format_seconds(link.busy_s) << "\n";
+  }
+  if (!args.trace.empty()) {
+    out << "trace:        " << args.trace << " (open in ui.perfetto.dev or chrome://tracing)\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_simulate_command(CLI::App& app, CliContext& context) {
+  auto args = std::make_shared<SimulateArgs>();
+  auto* cmd = app.add_subcommand(
+      "simulate",
+      "Simulate one training step of a graph on a hardware profile and print the step time,\n"
+      "per-device busy time and peak memory, bytes moved, OOM and lower bounds");
+  cmd->add_option("--graph", args->graph, "Graph file (gopt-graph JSON)")->required();
+  cmd->add_option("--hardware", args->hardware,
+                  "Hardware profile: a name under hardware/profiles (e.g. p100x4_pcie) or a "
+                  "path to a .yaml file")
+      ->required();
+  cmd->add_option("--placement", args->placement,
+                  "single (every op on device 0), round_robin (op i on device i mod N), or a "
+                  "decision file (JSON, docs/decision-format.md)")
+      ->capture_default_str();
+  cmd->add_option("--trace", args->trace, "Write a Chrome trace-event JSON file (Perfetto)");
+  cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
+  cmd->callback([&context, args] {
+    context.action = [&context, args] { return run_simulate(*args, context); };
+  });
+}
+
+}  // namespace gopt::experiments

@@ -1,0 +1,111 @@
+// CostModel: how long an op, a fused kernel or a transfer takes on a cluster. The
+// simulator takes one as a parameter (so tests can pass a lookup table of costs) and asks
+// it once per (graph, cluster), caching the answers; it never computes times itself.
+// RooflineCostModel is the default: launch overhead + max(compute time, memory time) with
+// per-op-kind efficiency factors from the hardware profile.
+//
+//   Cluster cluster = load_profile("p100x4_pcie");
+//   RooflineCostModel model(cluster);
+//   Seconds t = model.op_time(graph, op, /*device=*/0);
+//   Seconds x = model.transfer_time(1 << 20, /*src=*/0, /*dst=*/1);
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+
+#include "core/compiled_graph.h"
+#include "hardware/cluster.h"
+
+namespace gopt::hardware {
+
+/// Cost of moving data over one directed link: `latency_s + bytes * seconds_per_byte`.
+struct LinkCost {
+  Seconds latency_s = 0;
+  double seconds_per_byte = 0;
+};
+
+/// Interface of every cost model. A model is built for one cluster and keeps a reference
+/// to it: the cluster must outlive the model.
+///
+/// Contract: times are deterministic, finite and >= 0, and depend on the device only
+/// through its type (Cluster::device_type_index), because the simulator caches one column
+/// per device type.
+class CostModel {
+ public:
+  explicit CostModel(const Cluster& cluster) : cluster_(&cluster) {}
+  virtual ~CostModel() = default;
+  CostModel(const CostModel&) = default;
+  CostModel& operator=(const CostModel&) = default;
+
+  /// Short name for reports ("roofline", "lookup").
+  [[nodiscard]] virtual std::string name() const = 0;
+
+  /// Time of op `op` run alone as one kernel on `device`, in seconds.
+  [[nodiscard]] virtual Seconds op_time(const core::CompiledGraph& graph, core::NodeId op,
+                                        DeviceId device) const = 0;
+
+  /// Time of a fused kernel running `count` ops (`members`, in topological order) as one
+  /// launch on `device`. `memory_traffic_bytes` is what the kernel reads and writes in
+  /// device memory: the members' traffic without the intermediate tensors that stay
+  /// on chip (the simulator computes it, see docs/simulator.md).
+  [[nodiscard]] virtual Seconds fused_time(const core::CompiledGraph& graph,
+                                           const core::NodeId* members, std::size_t count,
+                                           Bytes memory_traffic_bytes, DeviceId device) const = 0;
+
+  /// Latency and per-byte cost of one direction of link `link`.
+  [[nodiscard]] virtual LinkCost link_cost(LinkId link) const = 0;
+
+  /// Uncontended time to send `bytes` from device `src` to device `dst` over the route,
+  /// with the route held end to end (cut-through): the sum of the hops' latencies plus
+  /// `bytes` at the slowest hop's rate. 0 when src == dst.
+  [[nodiscard]] Seconds transfer_time(Bytes bytes, DeviceId src, DeviceId dst) const;
+
+  [[nodiscard]] const Cluster& cluster() const { return *cluster_; }
+
+ private:
+  const Cluster* cluster_;
+};
+
+/// Options of the roofline model; defaults come from the cluster's profile.
+struct RooflineOptions {
+  /// Element type FLOPs are charged at; empty = the profile's `compute_dtype`.
+  std::optional<core::DType> compute_dtype;
+
+  RooflineOptions& with_compute_dtype(core::DType dtype) {
+    compute_dtype = dtype;
+    return *this;
+  }
+};
+
+/// The roofline model:
+///   op_time    = launch_overhead_s + max(flops / (peak[dtype] * compute_efficiency[kind]),
+///                                        (bytes_read + bytes_written) /
+///                                        (memory_bandwidth * memory_efficiency[kind]))
+///   fused_time = launch_overhead_s + max(sum of the members' compute times,
+///                                        memory_traffic / (bandwidth * min member memory
+///                                        efficiency))
+/// Ops whose kind launches no kernel (DeviceSpec::no_kernel) take 0 and add nothing to a
+/// fused kernel. A link's cost is its latency and 1 / bandwidth.
+class RooflineCostModel final : public CostModel {
+ public:
+  /// Throws InputError if the compute dtype has no positive peak on some device.
+  explicit RooflineCostModel(const Cluster& cluster, RooflineOptions options = {});
+
+  [[nodiscard]] std::string name() const override { return "roofline"; }
+  [[nodiscard]] Seconds op_time(const core::CompiledGraph& graph, core::NodeId op,
+                                DeviceId device) const override;
+  [[nodiscard]] Seconds fused_time(const core::CompiledGraph& graph, const core::NodeId* members,
+                                   std::size_t count, Bytes memory_traffic_bytes,
+                                   DeviceId device) const override;
+  [[nodiscard]] LinkCost link_cost(LinkId link) const override;
+
+  /// Compute-bound part of an op's time (no launch overhead), in seconds.
+  [[nodiscard]] Seconds compute_time(const core::CompiledGraph& graph, core::NodeId op,
+                                     DeviceId device) const;
+
+ private:
+  core::DType dtype_;
+};
+
+}  // namespace gopt::hardware

@@ -1,0 +1,97 @@
+// What one accelerator and one interconnect link can do, as read from a hardware profile:
+// the numbers a cost model needs (peak FLOP/s per dtype, memory bandwidth and capacity,
+// launch overhead, per-op-kind efficiencies; link bandwidth and latency) and where they
+// came from (provenance), so every simulated number can be traced to a datasheet or a
+// measurement.
+//
+//   DeviceSpec gpu = DeviceSpec("gpu0", "p100").peak_flops(DType::kFloat32, 9.3e12)
+//                        .memory_bandwidth(732e9).memory_capacity(16LL << 30);
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/op_kind.h"
+#include "core/units.h"
+
+namespace gopt::hardware {
+
+using core::Bytes;
+using core::BytesPerSecond;
+using core::DeviceId;
+using core::FlopsPerSecond;
+using core::Seconds;
+
+/// Number of core::DType values; dtypes index arrays `[0, kNumDTypes)`.
+inline constexpr int kNumDTypes = static_cast<int>(core::DType::kBool) + 1;
+
+/// Index of a link in a cluster: 0 .. num_links-1.
+using LinkId = std::int32_t;
+
+/// Where a profile's numbers come from.
+struct Provenance {
+  std::string kind;                  ///< "datasheet", "measured" or "estimate"
+  std::string date;                  ///< when the numbers were taken, ISO 8601
+  std::string machine;               ///< the machine measured or described
+  std::vector<std::string> sources;  ///< datasheets, papers, tools (one per entry)
+  std::string notes;                 ///< fitted constants, caveats
+};
+
+/// One accelerator. Devices with the same `type` must have identical numbers: cost models
+/// and the simulator compute op times once per type.
+struct DeviceSpec {
+  std::string name;  ///< unique in the cluster, e.g. "gpu0"
+  std::string type;  ///< e.g. "p100_pcie_16gb"
+  /// Peak arithmetic throughput per element type, FLOP/s; 0 = not supported.
+  std::array<FlopsPerSecond, kNumDTypes> peak_flops_per_s{};
+  BytesPerSecond memory_bandwidth_bytes_per_s = 0;  ///< peak device-memory bandwidth
+  Bytes memory_capacity_bytes = 0;                  ///< usable device memory
+  Seconds launch_overhead_s = 0;                    ///< fixed cost of every kernel
+  int compute_streams = 1;                          ///< kernels that may run concurrently
+  /// Fraction of peak FLOP/s an op of each kind achieves, in (0, 1].
+  std::array<double, core::kNumOpKinds> compute_efficiency{};
+  /// Fraction of peak memory bandwidth an op of each kind achieves, in (0, 1].
+  std::array<double, core::kNumOpKinds> memory_efficiency{};
+  /// Kinds that launch no kernel (metadata-only ops such as reshape): they take no time.
+  std::array<bool, core::kNumOpKinds> no_kernel{};
+  std::string source;  ///< provenance of these numbers (datasheet, measurement)
+
+  /// A device with every efficiency 1 and nothing else set.
+  DeviceSpec(std::string device_name = "", std::string device_type = "");
+
+  DeviceSpec& peak_flops(core::DType dtype, FlopsPerSecond flops_per_s);
+  DeviceSpec& memory_bandwidth(BytesPerSecond bytes_per_s);
+  DeviceSpec& memory_capacity(Bytes bytes);
+  DeviceSpec& launch_overhead(Seconds seconds);
+  DeviceSpec& streams(int count);
+  /// Sets the compute and memory efficiency of one kind.
+  DeviceSpec& efficiency(core::OpKind kind, double compute, double memory);
+  /// Sets the compute and memory efficiency of every kind.
+  DeviceSpec& efficiency_all(double compute, double memory);
+  DeviceSpec& without_kernel(core::OpKind kind, bool no_kernel_launch = true);
+
+  /// True when the numbers (not the name) equal `other`'s.
+  [[nodiscard]] bool same_numbers(const DeviceSpec& other) const;
+};
+
+/// A full-duplex point-to-point link between two topology nodes (devices or switches).
+/// Each direction is a separate resource with the full bandwidth.
+struct LinkSpec {
+  std::string name;                          ///< unique; default "<a>-<b>"
+  std::string a;                             ///< endpoint (device or switch name)
+  std::string b;                             ///< other endpoint
+  std::string type;                          ///< e.g. "pcie3_x16", "nvlink2_x2"
+  BytesPerSecond bandwidth_bytes_per_s = 0;  ///< per direction, achievable
+  Seconds latency_s = 0;                     ///< per hop
+  std::string source;                        ///< provenance of the numbers
+
+  LinkSpec(std::string end_a = "", std::string end_b = "");
+  LinkSpec& bandwidth(BytesPerSecond bytes_per_s);
+  LinkSpec& latency(Seconds seconds);
+  LinkSpec& with_name(std::string link_name);
+  LinkSpec& with_type(std::string link_type);
+};
+
+}  // namespace gopt::hardware

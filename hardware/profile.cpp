@@ -1,0 +1,489 @@
+#include "hardware/profile.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <unordered_map>
+#include <utility>
+
+#include "core/errors.h"
+#include "core/graph_io.h"
+
+#ifndef GOPT_PROFILE_DIR
+#error "GOPT_PROFILE_DIR must be defined by the build"
+#endif
+
+namespace gopt::hardware {
+namespace {
+
+// Reads fields of a YAML document, naming the source, the field path and the line in
+// every error.
+class Reader {
+ public:
+  explicit Reader(std::string source) : source_(std::move(source)) {}
+
+  [[noreturn]] void fail(const YAML::Node& node, const std::string& field,
+                         const std::string& problem) const {
+    std::string location = field;
+    if (node.IsDefined() && node.Mark().line >= 0) {
+      location += " (line " + std::to_string(node.Mark().line + 1) + ")";
+    }
+    throw core::InputError(source_, location, problem);
+  }
+
+  YAML::Node require(const YAML::Node& parent, const std::string& parent_field,
+                     const std::string& key) const {
+    YAML::Node child = parent[key];
+    if (!child.IsDefined() || child.IsNull()) {
+      fail(parent, join(parent_field, key), "missing required field '" + key + "'");
+    }
+    return child;
+  }
+
+  static std::string join(const std::string& parent, const std::string& key) {
+    return parent.empty() ? key : parent + "." + key;
+  }
+
+  void expect_map(const YAML::Node& node, const std::string& field) const {
+    if (!node.IsMap()) fail(node, field, "expected a mapping, found " + kind_of(node));
+  }
+  void expect_sequence(const YAML::Node& node, const std::string& field) const {
+    if (!node.IsSequence()) fail(node, field, "expected a list, found " + kind_of(node));
+  }
+
+  std::string string(const YAML::Node& node, const std::string& field) const {
+    if (!node.IsScalar()) fail(node, field, "expected a string, found " + kind_of(node));
+    return node.Scalar();
+  }
+
+  double number(const YAML::Node& node, const std::string& field) const {
+    if (!node.IsScalar()) fail(node, field, "expected a number, found " + kind_of(node));
+    double value = 0;
+    if (!YAML::convert<double>::decode(node, value) || !std::isfinite(value)) {
+      fail(node, field, "expected a number, found '" + node.Scalar() + "'");
+    }
+    return value;
+  }
+
+  double positive(const YAML::Node& node, const std::string& field) const {
+    double value = number(node, field);
+    if (!(value > 0)) fail(node, field, "expected a positive number, found " + node.Scalar());
+    return value;
+  }
+
+  double non_negative(const YAML::Node& node, const std::string& field) const {
+    double value = number(node, field);
+    if (value < 0) fail(node, field, "expected a number >= 0, found " + node.Scalar());
+    return value;
+  }
+
+  double fraction(const YAML::Node& node, const std::string& field) const {
+    double value = number(node, field);
+    if (!(value > 0 && value <= 1)) {
+      fail(node, field, "expected a fraction in (0, 1], found " + node.Scalar());
+    }
+    return value;
+  }
+
+  std::int64_t integer(const YAML::Node& node, const std::string& field) const {
+    double value = number(node, field);
+    if (value != std::floor(value) || std::fabs(value) > 9.0e18) {
+      fail(node, field, "expected an integer, found " + node.Scalar());
+    }
+    return static_cast<std::int64_t>(value);
+  }
+
+  std::string optional_string(const YAML::Node& parent, const std::string& parent_field,
+                              const std::string& key) const {
+    YAML::Node child = parent[key];
+    if (!child.IsDefined() || child.IsNull()) return "";
+    return string(child, join(parent_field, key));
+  }
+
+  void check_keys(const YAML::Node& map, const std::string& field,
+                  std::initializer_list<const char*> allowed) const {
+    for (const auto& item : map) {
+      std::string key = item.first.Scalar();
+      bool ok =
+          std::any_of(allowed.begin(), allowed.end(), [&](const char* a) { return key == a; });
+      if (!ok) {
+        std::string list;
+        for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+        fail(item.first, join(field, key), "unknown field '" + key + "'; expected one of: " + list);
+      }
+    }
+  }
+
+  [[nodiscard]] const std::string& source() const { return source_; }
+
+ private:
+  static std::string kind_of(const YAML::Node& node) {
+    switch (node.Type()) {
+      case YAML::NodeType::Null:
+        return "nothing";
+      case YAML::NodeType::Scalar:
+        return "'" + node.Scalar() + "'";
+      case YAML::NodeType::Sequence:
+        return "a list";
+      case YAML::NodeType::Map:
+        return "a mapping";
+      default:
+        return "an undefined value";
+    }
+  }
+
+  std::string source_;
+};
+
+std::string join_names(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+core::OpKind parse_kind(const Reader& r, const YAML::Node& key, const std::string& field) {
+  auto kind = core::op_kind_from_string(key.Scalar());
+  if (!kind) {
+    r.fail(key, field,
+           "unknown op kind '" + key.Scalar() +
+               "'; expected 'default' or one of: " + join_names(core::op_kind_names()));
+  }
+  return *kind;
+}
+
+void parse_efficiency(const Reader& r, const YAML::Node& node, const std::string& field,
+                      std::array<double, core::kNumOpKinds>& out) {
+  r.expect_map(node, field);
+  if (auto def = node["default"]; def.IsDefined()) {
+    out.fill(r.fraction(def, field + ".default"));
+  }
+  for (const auto& item : node) {
+    std::string key = item.first.Scalar();
+    if (key == "default") continue;
+    core::OpKind kind = parse_kind(r, item.first, field + "." + key);
+    out[static_cast<std::size_t>(kind)] = r.fraction(item.second, field + "." + key);
+  }
+}
+
+DeviceSpec parse_device_type(const Reader& r, const std::string& type_name, const YAML::Node& node,
+                             const std::string& field) {
+  r.expect_map(node, field);
+  r.check_keys(node, field,
+               {"peak_flops_per_s", "memory_bandwidth_bytes_per_s", "memory_capacity_bytes",
+                "launch_overhead_s", "compute_streams", "efficiency", "no_kernel_kinds", "source",
+                "description"});
+  DeviceSpec spec("", type_name);
+  auto peaks = r.require(node, field, "peak_flops_per_s");
+  r.expect_map(peaks, field + ".peak_flops_per_s");
+  for (const auto& item : peaks) {
+    std::string key = item.first.Scalar();
+    std::string f = field + ".peak_flops_per_s." + key;
+    auto dtype = core::dtype_from_string(key);
+    if (!dtype) {
+      r.fail(item.first, f,
+             "unknown dtype '" + key + "'; expected one of: " + join_names(core::dtype_names()));
+    }
+    spec.peak_flops(*dtype, r.positive(item.second, f));
+  }
+  spec.memory_bandwidth(r.positive(r.require(node, field, "memory_bandwidth_bytes_per_s"),
+                                   field + ".memory_bandwidth_bytes_per_s"));
+  auto capacity = r.require(node, field, "memory_capacity_bytes");
+  spec.memory_capacity(r.integer(capacity, field + ".memory_capacity_bytes"));
+  if (spec.memory_capacity_bytes <= 0) {
+    r.fail(capacity, field + ".memory_capacity_bytes",
+           "expected a positive number of bytes, found " + capacity.Scalar());
+  }
+  spec.launch_overhead(
+      r.non_negative(r.require(node, field, "launch_overhead_s"), field + ".launch_overhead_s"));
+  if (auto streams = node["compute_streams"]; streams.IsDefined()) {
+    auto count = r.integer(streams, field + ".compute_streams");
+    if (count < 1 || count > 64) {
+      r.fail(streams, field + ".compute_streams", "expected 1 .. 64, found " + streams.Scalar());
+    }
+    spec.streams(static_cast<int>(count));
+  }
+  if (auto eff = node["efficiency"]; eff.IsDefined()) {
+    std::string f = field + ".efficiency";
+    r.expect_map(eff, f);
+    r.check_keys(eff, f, {"compute", "memory"});
+    if (auto c = eff["compute"]; c.IsDefined())
+      parse_efficiency(r, c, f + ".compute", spec.compute_efficiency);
+    if (auto m = eff["memory"]; m.IsDefined())
+      parse_efficiency(r, m, f + ".memory", spec.memory_efficiency);
+  }
+  if (auto kinds = node["no_kernel_kinds"]; kinds.IsDefined()) {
+    std::string f = field + ".no_kernel_kinds";
+    r.expect_sequence(kinds, f);
+    for (std::size_t i = 0; i < kinds.size(); ++i) {
+      std::string fi = f + "[" + std::to_string(i) + "]";
+      r.string(kinds[i], fi);
+      spec.without_kernel(parse_kind(r, kinds[i], fi));
+    }
+  }
+  spec.source = r.optional_string(node, field, "source");
+  return spec;
+}
+
+struct LinkType {
+  BytesPerSecond bandwidth = 0;
+  Seconds latency = 0;
+  std::string source;
+};
+
+LinkType parse_link_numbers(const Reader& r, const YAML::Node& node, const std::string& field,
+                            const LinkType* base) {
+  LinkType t = base ? *base : LinkType{};
+  auto bw = node["bandwidth_bytes_per_s"];
+  if (bw.IsDefined()) {
+    t.bandwidth = r.positive(bw, field + ".bandwidth_bytes_per_s");
+  } else if (!base) {
+    r.require(node, field, "bandwidth_bytes_per_s");
+  }
+  auto lat = node["latency_s"];
+  if (lat.IsDefined()) {
+    t.latency = r.non_negative(lat, field + ".latency_s");
+  } else if (!base) {
+    r.require(node, field, "latency_s");
+  }
+  if (auto s = node["source"]; s.IsDefined()) t.source = r.string(s, field + ".source");
+  return t;
+}
+
+}  // namespace
+
+std::filesystem::path default_profile_dir() { return std::filesystem::path(GOPT_PROFILE_DIR); }
+
+std::vector<std::string> list_profiles(const std::filesystem::path& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (entry.path().extension() == ".yaml") names.push_back(entry.path().stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::filesystem::path resolve_profile_path(const std::string& name_or_path,
+                                           const std::filesystem::path& dir) {
+  std::filesystem::path as_path(name_or_path);
+  auto ext = as_path.extension().string();
+  bool looks_like_path =
+      name_or_path.find('/') != std::string::npos || ext == ".yaml" || ext == ".yml";
+  std::error_code ec;
+  if (looks_like_path || std::filesystem::is_regular_file(as_path, ec)) {
+    if (!std::filesystem::is_regular_file(as_path, ec)) {
+      throw core::InputError(name_or_path, "", "no such hardware profile file");
+    }
+    return as_path;
+  }
+  auto candidate = dir / (name_or_path + ".yaml");
+  if (!std::filesystem::is_regular_file(candidate, ec)) {
+    throw core::InputError("", "--hardware",
+                           "unknown hardware profile '" + name_or_path + "'; available in " +
+                               dir.string() + ": " + join_names(list_profiles(dir)) +
+                               " (or give a path to a .yaml file)");
+  }
+  return candidate;
+}
+
+ClusterSpec parse_profile_yaml(std::string_view text, const std::string& source) {
+  Reader r(source);
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(text));
+  } catch (const YAML::ParserException& e) {
+    throw core::InputError(source, "line " + std::to_string(e.mark.line + 1),
+                           "invalid YAML: " + e.msg);
+  }
+  if (!root.IsMap()) r.fail(root, "", "expected a mapping at the top level of a hardware profile");
+  r.check_keys(root, "",
+               {"format", "version", "name", "description", "provenance", "compute_dtype",
+                "device_types", "devices", "switches", "link_types", "links", "routes"});
+  auto format = r.require(root, "", "format");
+  if (r.string(format, "format") != kProfileFormatName) {
+    r.fail(format, "format",
+           "expected '" + std::string(kProfileFormatName) + "', found '" + format.Scalar() + "'");
+  }
+  auto version = r.require(root, "", "version");
+  if (r.integer(version, "version") != kProfileFormatVersion) {
+    r.fail(version, "version",
+           "this build reads version " + std::to_string(kProfileFormatVersion) + ", found " +
+               version.Scalar());
+  }
+
+  ClusterSpec spec;
+  spec.name = r.string(r.require(root, "", "name"), "name");
+  spec.description = r.optional_string(root, "", "description");
+
+  auto prov = r.require(root, "", "provenance");
+  r.expect_map(prov, "provenance");
+  r.check_keys(prov, "provenance", {"kind", "date", "machine", "sources", "notes"});
+  spec.provenance.kind = r.string(r.require(prov, "provenance", "kind"), "provenance.kind");
+  if (spec.provenance.kind != "datasheet" && spec.provenance.kind != "measured" &&
+      spec.provenance.kind != "estimate") {
+    r.fail(prov["kind"], "provenance.kind",
+           "expected 'datasheet', 'measured' or 'estimate', found '" + spec.provenance.kind + "'");
+  }
+  spec.provenance.date = r.string(r.require(prov, "provenance", "date"), "provenance.date");
+  spec.provenance.machine = r.optional_string(prov, "provenance", "machine");
+  spec.provenance.notes = r.optional_string(prov, "provenance", "notes");
+  auto sources = r.require(prov, "provenance", "sources");
+  r.expect_sequence(sources, "provenance.sources");
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    spec.provenance.sources.push_back(
+        r.string(sources[i], "provenance.sources[" + std::to_string(i) + "]"));
+  }
+  if (spec.provenance.sources.empty()) {
+    r.fail(sources, "provenance.sources", "expected at least one source");
+  }
+
+  if (auto dt = root["compute_dtype"]; dt.IsDefined()) {
+    auto dtype = core::dtype_from_string(r.string(dt, "compute_dtype"));
+    if (!dtype) {
+      r.fail(dt, "compute_dtype",
+             "unknown dtype '" + dt.Scalar() +
+                 "'; expected one of: " + join_names(core::dtype_names()));
+    }
+    spec.compute_dtype = *dtype;
+  }
+
+  // Device types, then devices.
+  std::unordered_map<std::string, DeviceSpec> types;
+  auto device_types = r.require(root, "", "device_types");
+  r.expect_map(device_types, "device_types");
+  for (const auto& item : device_types) {
+    std::string name = item.first.Scalar();
+    types.emplace(name, parse_device_type(r, name, item.second, "device_types." + name));
+  }
+  std::set<std::string> node_names;
+  auto devices = r.require(root, "", "devices");
+  r.expect_sequence(devices, "devices");
+  if (devices.size() == 0) r.fail(devices, "devices", "expected at least one device");
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    std::string f = "devices[" + std::to_string(i) + "]";
+    const auto& node = devices[i];
+    r.expect_map(node, f);
+    r.check_keys(node, f, {"name", "type"});
+    auto name_node = r.require(node, f, "name");
+    std::string name = r.string(name_node, f + ".name");
+    auto type_node = r.require(node, f, "type");
+    std::string type = r.string(type_node, f + ".type");
+    auto it = types.find(type);
+    if (it == types.end()) {
+      std::vector<std::string> known;
+      for (const auto& [k, v] : types) known.push_back(k);
+      std::sort(known.begin(), known.end());
+      r.fail(type_node, f + ".type",
+             "unknown device type '" + type + "'; defined in device_types: " + join_names(known));
+    }
+    if (!node_names.insert(name).second)
+      r.fail(name_node, f + ".name", "duplicate name '" + name + "'");
+    DeviceSpec d = it->second;
+    d.name = name;
+    spec.devices.push_back(std::move(d));
+  }
+
+  if (auto switches = root["switches"]; switches.IsDefined()) {
+    r.expect_sequence(switches, "switches");
+    for (std::size_t i = 0; i < switches.size(); ++i) {
+      std::string f = "switches[" + std::to_string(i) + "]";
+      const auto& node = switches[i];
+      r.expect_map(node, f);
+      r.check_keys(node, f, {"name", "description"});
+      auto name_node = r.require(node, f, "name");
+      std::string name = r.string(name_node, f + ".name");
+      if (!node_names.insert(name).second)
+        r.fail(name_node, f + ".name", "duplicate name '" + name + "'");
+      spec.switches.push_back(name);
+    }
+  }
+
+  std::unordered_map<std::string, LinkType> link_types;
+  if (auto lt = root["link_types"]; lt.IsDefined()) {
+    r.expect_map(lt, "link_types");
+    for (const auto& item : lt) {
+      std::string name = item.first.Scalar();
+      std::string f = "link_types." + name;
+      r.expect_map(item.second, f);
+      r.check_keys(item.second, f, {"bandwidth_bytes_per_s", "latency_s", "source", "description"});
+      link_types.emplace(name, parse_link_numbers(r, item.second, f, nullptr));
+    }
+  }
+  auto links = r.require(root, "", "links");
+  r.expect_sequence(links, "links");
+  for (std::size_t i = 0; i < links.size(); ++i) {
+    std::string f = "links[" + std::to_string(i) + "]";
+    const auto& node = links[i];
+    r.expect_map(node, f);
+    r.check_keys(node, f,
+                 {"a", "b", "type", "name", "bandwidth_bytes_per_s", "latency_s", "source"});
+    auto a_node = r.require(node, f, "a");
+    auto b_node = r.require(node, f, "b");
+    LinkSpec link(r.string(a_node, f + ".a"), r.string(b_node, f + ".b"));
+    for (auto [end, end_node, key] :
+         {std::tuple{&link.a, &a_node, "a"}, std::tuple{&link.b, &b_node, "b"}}) {
+      if (!node_names.count(*end)) {
+        r.fail(*end_node, f + "." + key, "unknown device or switch '" + *end + "'");
+      }
+    }
+    const LinkType* base = nullptr;
+    if (auto type_node = node["type"]; type_node.IsDefined()) {
+      link.type = r.string(type_node, f + ".type");
+      auto it = link_types.find(link.type);
+      if (it == link_types.end()) {
+        r.fail(type_node, f + ".type", "unknown link type '" + link.type + "'");
+      }
+      base = &it->second;
+    }
+    LinkType numbers = parse_link_numbers(r, node, f, base);
+    link.bandwidth(numbers.bandwidth).latency(numbers.latency);
+    link.source = numbers.source;
+    if (auto n = node["name"]; n.IsDefined()) link.with_name(r.string(n, f + ".name"));
+    spec.links.push_back(std::move(link));
+  }
+
+  if (auto routes = root["routes"]; routes.IsDefined()) {
+    r.expect_sequence(routes, "routes");
+    for (std::size_t i = 0; i < routes.size(); ++i) {
+      std::string f = "routes[" + std::to_string(i) + "]";
+      const auto& node = routes[i];
+      r.expect_map(node, f);
+      r.check_keys(node, f, {"from", "to", "via"});
+      RouteSpec route;
+      auto from = r.require(node, f, "from");
+      auto to = r.require(node, f, "to");
+      route.from = r.string(from, f + ".from");
+      route.to = r.string(to, f + ".to");
+      bool from_is_device = false;
+      bool to_is_device = false;
+      for (const auto& d : spec.devices) {
+        from_is_device = from_is_device || d.name == route.from;
+        to_is_device = to_is_device || d.name == route.to;
+      }
+      if (!from_is_device) r.fail(from, f + ".from", "unknown device '" + route.from + "'");
+      if (!to_is_device) r.fail(to, f + ".to", "unknown device '" + route.to + "'");
+      if (auto via = node["via"]; via.IsDefined()) {
+        r.expect_sequence(via, f + ".via");
+        for (std::size_t k = 0; k < via.size(); ++k) {
+          std::string fk = f + ".via[" + std::to_string(k) + "]";
+          std::string name = r.string(via[k], fk);
+          if (!node_names.count(name))
+            r.fail(via[k], fk, "unknown device or switch '" + name + "'");
+          route.via.push_back(name);
+        }
+      }
+      spec.routes.push_back(std::move(route));
+    }
+  }
+  return spec;
+}
+
+Cluster load_profile(const std::string& name_or_path, const std::filesystem::path& dir) {
+  auto path = resolve_profile_path(name_or_path, dir);
+  std::string text = core::read_text_file(path);
+  return Cluster::build(parse_profile_yaml(text, path.string()), path.string());
+}
+
+}  // namespace gopt::hardware

@@ -1,0 +1,100 @@
+// The fusion procedure: which producer/consumer pairs merge, in what order, and that the
+// group graph stays acyclic.
+#include "simulator/fusion.h"
+
+#include <gtest/gtest.h>
+
+#include "core/graph.h"
+#include "core/rng.h"
+#include "tests/support/random_dag.h"
+
+namespace gopt::simulator {
+namespace {
+
+using core::CompiledGraph;
+using core::Decision;
+using core::GraphBuilder;
+
+Decision with_fusion(std::vector<std::int32_t> fusion,
+                     std::optional<std::vector<core::DeviceId>> placement = std::nullopt) {
+  Decision d;
+  d.fusion = std::move(fusion);
+  d.placement = std::move(placement);
+  return d;
+}
+
+TEST(FusionTest, ChainFusesIntoOneGroupInTopologicalOrder) {
+  GraphBuilder b("chain");
+  b.add("a", "Relu").output_bytes(4);
+  b.add("b", "Relu").output_bytes(4);
+  b.add("c", "Relu").output_bytes(4);
+  b.connect("b", "c").connect("a", "b");
+  auto g = CompiledGraph::compile(std::move(b).build());
+  auto groups = form_fusion_groups(g, with_fusion({1, 1, 1}));
+  ASSERT_EQ(groups.num_groups(), 1);
+  EXPECT_EQ(groups.members, (std::vector<core::NodeId>{0, 1, 2}));
+  EXPECT_EQ(form_fusion_groups(g, Decision{}).num_groups(), 3);
+  // Priority 0 never fuses.
+  auto partial = form_fusion_groups(g, with_fusion({1, 0, 1}));
+  EXPECT_EQ(partial.num_groups(), 3);
+}
+
+TEST(FusionTest, OnlyPairsOnTheSameDeviceMerge) {
+  GraphBuilder b("chain");
+  b.add("a", "Relu").output_bytes(4);
+  b.add("b", "Relu").output_bytes(4);
+  b.add("c", "Relu").output_bytes(4);
+  b.connect("a", "b").connect("b", "c");
+  auto g = CompiledGraph::compile(std::move(b).build());
+  auto groups = form_fusion_groups(g, with_fusion({1, 1, 1}, std::vector<core::DeviceId>{0, 0, 1}));
+  EXPECT_EQ(groups.num_groups(), 2);
+  EXPECT_EQ(groups.group_of[0], groups.group_of[1]);
+  EXPECT_NE(groups.group_of[1], groups.group_of[2]);
+}
+
+TEST(FusionTest, NeverCreatesACycleAndOrderFollowsPriority) {
+  // a -> b, a -> c, c -> b. Merging {a, b} first would trap c between them.
+  GraphBuilder b("triangle");
+  b.add("a", "Relu").output_bytes(4);
+  b.add("b", "Relu").output_bytes(4);
+  b.add("c", "Relu").output_bytes(4);
+  b.connect("a", "b").connect("a", "c").connect("c", "b");
+  auto g = CompiledGraph::compile(std::move(b).build());
+  // c has the lowest priority: (a,b) is tried first and refused; (a,c) and (c,b) are
+  // tried with min priority 1 and both merge, so everything ends in one group.
+  auto all = form_fusion_groups(g, with_fusion({5, 5, 1}));
+  EXPECT_EQ(all.num_groups(), 1);
+  EXPECT_TRUE(groups_are_acyclic(g, all));
+  // With c unfusable, a and b may not merge (c sits on a path between them).
+  auto none = form_fusion_groups(g, with_fusion({5, 5, 0}));
+  EXPECT_EQ(none.num_groups(), 3);
+}
+
+TEST(FusionTest, RandomPrioritiesAlwaysGiveAcyclicGroups) {
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+    auto g = CompiledGraph::compile(gopt::testing::random_dag(
+        gopt::testing::RandomDagOptions().with_nodes(500).with_seed(seed).with_window(8)));
+    core::Rng rng(seed);
+    std::vector<std::int32_t> fusion;
+    std::vector<core::DeviceId> placement;
+    for (core::NodeId v = 0; v < g.num_nodes(); ++v) {
+      fusion.push_back(static_cast<std::int32_t>(rng.uniform_int(0, 4)));
+      placement.push_back(static_cast<core::DeviceId>(rng.uniform_int(0, 1)));
+    }
+    auto groups = form_fusion_groups(g, with_fusion(fusion, placement));
+    EXPECT_TRUE(groups_are_acyclic(g, groups)) << "seed " << seed;
+    EXPECT_LT(groups.num_groups(), g.num_nodes()) << "seed " << seed;
+    for (core::NodeId v = 0; v < g.num_nodes(); ++v) {
+      auto first =
+          groups.members[static_cast<std::size_t>(groups.member_offset[static_cast<std::size_t>(
+              groups.group_of[static_cast<std::size_t>(v)])])];
+      EXPECT_EQ(placement[static_cast<std::size_t>(v)], placement[static_cast<std::size_t>(first)]);
+    }
+    // Same input, same groups.
+    auto again = form_fusion_groups(g, with_fusion(fusion, placement));
+    EXPECT_EQ(again.group_of, groups.group_of);
+  }
+}
+
+}  // namespace
+}  // namespace gopt::simulator
