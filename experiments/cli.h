@@ -41,4 +41,10 @@ void add_graph_commands(CLI::App& app, CliContext& context);
 /// Registers `gopt simulate` (simulate_command.cpp).
 void add_simulate_command(CLI::App& app, CliContext& context);
 
+/// Registers `gopt agents` (agents_command.cpp).
+void add_agents_command(CLI::App& app, CliContext& context);
+
+/// Registers `gopt compare` (compare_command.cpp).
+void add_compare_command(CLI::App& app, CliContext& context);
+
 }  // namespace gopt::experiments

@@ -1,14 +1,24 @@
-// `gopt simulate --graph FILE --hardware PROFILE [--placement single|round_robin|FILE]
-//                [--trace OUT.json] [--json]`: one simulated training step.
+// `gopt simulate --graph GRAPH --hardware PROFILE [--placement single|round_robin|FILE |
+//                --agent NAME [--option k=v ...] [--steps N]] [--trace OUT.json] [--json]`:
+// one simulated training step, of a given placement or of any registered agent's decision
+// (learning agents train on the simulator first, with a progress display).
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
+#include <vector>
 
+#include <unistd.h>
+#include <chrono>
+
+#include "agents/registry.h"
 #include "core/compiled_graph.h"
+#include "core/errors.h"
 #include "core/graph_io.h"
+#include "datasets/workload_registry.h"
 #include "experiments/cli.h"
 #include "hardware/cost_model.h"
 #include "hardware/profile.h"
@@ -21,11 +31,65 @@ namespace {
 
 struct SimulateArgs {
   std::string graph;
+  std::vector<std::string> overrides;
   std::string hardware;
   std::string placement = "single";
+  std::string agent;
+  std::vector<std::string> agent_options;
+  std::int64_t steps = 100;
+  std::uint64_t seed = 1;
+  std::string save_decision;
   std::string trace;
   bool json = false;
 };
+
+// Training progress on stderr: a line redrawn in place on a terminal, a plain line every
+// tenth of the budget otherwise.
+class TrainingProgress final : public agents::TrainingObserver {
+ public:
+  TrainingProgress(std::ostream& err, std::string agent, std::int64_t steps)
+      : err_(err), agent_(std::move(agent)), steps_(steps), tty_(::isatty(STDERR_FILENO) != 0) {}
+  ~TrainingProgress() override {
+    if (tty_ && drew_) err_ << "\n";
+  }
+  TrainingProgress(const TrainingProgress&) = delete;
+  TrainingProgress& operator=(const TrainingProgress&) = delete;
+
+  void on_training_step(const agents::LearningCurvePoint& p) override {
+    const std::int64_t every = std::max<std::int64_t>(1, steps_ / 10);
+    if (!tty_ && p.step % every != 0 && p.step != steps_) return;
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "%s: step %lld/%lld  best %s  mean %s  %lld samples  %.1f s elapsed",
+                  agent_.c_str(), static_cast<long long>(p.step), static_cast<long long>(steps_),
+                  core::format_seconds(p.best_step_time_s).c_str(),
+                  core::format_seconds(p.mean_step_time_s).c_str(),
+                  static_cast<long long>(p.samples), p.wall_s);
+    err_ << (tty_ ? "\r\033[K" : "") << line << (tty_ ? "" : "\n") << std::flush;
+    drew_ = true;
+  }
+
+ private:
+  std::ostream& err_;
+  std::string agent_;
+  std::int64_t steps_;
+  bool tty_;
+  bool drew_ = false;
+};
+
+// "key=value" arguments into a map; throws InputError naming the flag for a bad one.
+std::map<std::string, std::string> parse_assignments(const std::vector<std::string>& items,
+                                                     const std::string& flag) {
+  std::map<std::string, std::string> out;
+  for (const auto& item : items) {
+    auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      throw core::InputError(flag, "'" + item + "'", "expected key=value");
+    }
+    out[item.substr(0, eq)] = item.substr(eq + 1);
+  }
+  return out;
+}
 
 std::string percent(double fraction) {
   char buf[32];
@@ -38,14 +102,32 @@ std::string pad(std::string s, std::size_t width) {
   return s;
 }
 
-int run_simulate(const SimulateArgs& args, CliContext& ctx) {
-  auto graph = core::CompiledGraph::compile(core::read_graph_file(args.graph));
+int run_simulate(SimulateArgs args, CliContext& ctx) {
+  datasets::WorkloadRegistry workloads;
+  datasets::register_builtin_workloads(workloads);
+  datasets::LoadOptions load;
+  for (const auto& o : args.overrides) datasets::parse_override(o, load.overrides);
+  auto graph = core::CompiledGraph::compile(datasets::load_graph(args.graph, workloads, load));
   auto cluster = hardware::load_profile(args.hardware);
   hardware::RooflineCostModel cost(cluster);
 
   core::Decision decision;
   std::string decision_source = "--placement";
-  if (args.placement == "single") {
+  if (!args.agent.empty()) {
+    agents::AgentRegistry registry;
+    agents::register_builtin_agents(registry);
+    auto agent =
+        registry.create(args.agent, parse_assignments(args.agent_options, "--option"), "--agent");
+    agents::Problem problem{graph, cluster, cost, args.seed};
+    if (agent->is_learner()) {
+      agents::Environment env(problem);
+      TrainingProgress progress(ctx.err, args.agent, args.steps);
+      agent->train(env, agents::TrainBudget().with_steps(args.steps), &progress);
+    }
+    decision = agent->propose(problem);
+    decision_source = "agent " + args.agent;
+    args.placement = "agent:" + args.agent;
+  } else if (args.placement == "single") {
     // Every op on device 0 (the default of an absent placement).
   } else if (args.placement == "round_robin") {
     decision.placement = simulator::round_robin_placement(graph, cluster.num_devices());
@@ -59,6 +141,9 @@ int run_simulate(const SimulateArgs& args, CliContext& ctx) {
   simulator::ChromeTraceWriter trace;
   const auto& r = sim.simulate(decision, args.trace.empty() ? nullptr : &trace);
   if (!args.trace.empty()) trace.write(args.trace);
+  if (!args.save_decision.empty()) {
+    core::write_text_file_atomic(args.save_decision, simulator::to_decision_json(decision, graph));
+  }
 
   const auto D = static_cast<std::size_t>(cluster.num_devices());
   if (args.json) {
@@ -163,7 +248,11 @@ void add_simulate_command(CLI::App& app, CliContext& context) {
       "simulate",
       "Simulate one training step of a graph on a hardware profile and print the step time,\n"
       "per-device busy time and peak memory, bytes moved, OOM and lower bounds");
-  cmd->add_option("--graph", args->graph, "Graph file (gopt-graph JSON)")->required();
+  cmd->add_option("--graph", args->graph,
+                  "Graph: a suite name (see `gopt graph list`), a graph file or an .onnx model")
+      ->required();
+  cmd->add_option("--set", args->overrides,
+                  "Hyperparameter override key=value for a suite graph (repeatable)");
   cmd->add_option("--hardware", args->hardware,
                   "Hardware profile: a name under hardware/profiles (e.g. p100x4_pcie) or a "
                   "path to a .yaml file")
@@ -172,6 +261,19 @@ void add_simulate_command(CLI::App& app, CliContext& context) {
                   "single (every op on device 0), round_robin (op i on device i mod N), or a "
                   "decision file (JSON, docs/decision-format.md)")
       ->capture_default_str();
+  auto* agent = cmd->add_option("--agent", args->agent,
+                                "Use this agent's decision (see `gopt agents`); learners train "
+                                "on the simulator first");
+  cmd->get_option("--placement")->excludes(agent);
+  cmd->add_option("--option", args->agent_options, "Agent option key=value (repeatable)")
+      ->needs(agent);
+  cmd->add_option("--steps", args->steps, "Training updates for a learning agent")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber)
+      ->needs(agent);
+  cmd->add_option("--seed", args->seed, "Seed for randomised agents")->capture_default_str();
+  cmd->add_option("--save-decision", args->save_decision,
+                  "Write the simulated decision as a decision file (JSON)");
   cmd->add_option("--trace", args->trace, "Write a Chrome trace-event JSON file (Perfetto)");
   cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
   cmd->callback([&context, args] {

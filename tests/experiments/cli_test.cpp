@@ -80,5 +80,51 @@ TEST(CliTest, TruncatedAndMissingFilesExitOne) {
   EXPECT_TRUE(contains(missing.err, "/no/such/file.json: no such file")) << missing.err;
 }
 
+TEST(CliTest, AgentsListsEveryBaselineWithItsOptions) {
+  auto r = run_command(kGopt + " agents");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* name : {"single_device", "round_robin", "random", "human_expert", "metis",
+                           "heft", "m_etf", "hdp"}) {
+    EXPECT_TRUE(contains(r.out, name)) << name;
+  }
+  EXPECT_TRUE(contains(r.out, "learning_rate (float, default 0.01)")) << r.out;
+}
+
+TEST(CliTest, SimulateWithAnAgent) {
+  auto metis = run_command(kGopt +
+                           " simulate --graph transformer_xl_2 --hardware p100x2_pcie"
+                           " --agent metis --option imbalance=0.1 --json");
+  ASSERT_EQ(metis.exit_code, 0) << metis.err;
+  EXPECT_TRUE(contains(metis.out, "\"step_time_s\"")) << metis.out;
+  EXPECT_TRUE(contains(metis.out, "\"placement\": \"agent:metis\"")) << metis.out;
+  auto hdp = run_command(kGopt + " simulate --graph " + kExample +
+                         " --hardware p100x2_pcie --agent hdp"
+                         " --steps 3");
+  ASSERT_EQ(hdp.exit_code, 0) << hdp.err;
+  EXPECT_TRUE(contains(hdp.err, "hdp: step 3/3")) << hdp.err;
+  auto unknown = run_command(kGopt + " simulate --graph " + kExample +
+                             " --hardware p100x2_pcie --agent metsi");
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_TRUE(contains(unknown.err, "did you mean 'metis'")) << unknown.err;
+  auto bad_option = run_command(kGopt + " simulate --graph " + kExample +
+                                " --hardware p100x2_pcie --agent hdp --option groups=many");
+  EXPECT_EQ(bad_option.exit_code, 1);
+  EXPECT_TRUE(contains(bad_option.err, "agents.hdp.groups")) << bad_option.err;
+  auto both = run_command(kGopt + " simulate --graph " + kExample +
+                          " --hardware p100x2_pcie --agent metis --placement single");
+  EXPECT_EQ(both.exit_code, 2);
+}
+
+TEST(CliTest, CompareTable) {
+  auto r = run_command(kGopt + " compare --hardware p100x2_pcie --graph transformer_xl_2 --graph " +
+                       kExample + " --agent single_device --agent heft");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(
+      contains(r.out, "| graph | nodes | lower bound (ms) | single_device (ms) | heft (ms) |"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "| transformer_xl_2 | 374 |")) << r.out;
+  EXPECT_TRUE(contains(r.out, "| mlp_tiny | 24 |")) << r.out;
+}
+
 }  // namespace
 }  // namespace gopt::experiments

@@ -1,0 +1,7 @@
+#include "agents/agent.h"
+
+namespace gopt::agents {
+
+void Agent::train(Environment&, const TrainBudget&, TrainingObserver*) {}
+
+}  // namespace gopt::agents

@@ -1,0 +1,87 @@
+// The one interface behind everything that produces a Decision, learned or not
+// (STYLE.md point 5): baselines answer propose() directly; learners are trained on an
+// Environment first and then propose the best decision they know.
+//
+//   AgentRegistry registry;
+//   register_builtin_agents(registry);
+//   auto agent = registry.create("hdp", {{"learning_rate", "0.05"}});
+//   Environment env(problem);
+//   if (agent->is_learner()) agent->train(env, TrainBudget().with_steps(200), nullptr);
+//   core::Decision d = agent->propose(problem);
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "agents/environment.h"
+#include "core/decision.h"
+
+namespace gopt::agents {
+
+/// Limits on a learner's training; training stops at the first limit reached.
+struct TrainBudget {
+  std::int64_t max_steps = 100;                                         ///< policy updates
+  std::int64_t max_samples = std::numeric_limits<std::int64_t>::max();  ///< simulations
+  double max_seconds = std::numeric_limits<double>::infinity();         ///< wall time
+
+  TrainBudget& with_steps(std::int64_t steps) {
+    max_steps = steps;
+    return *this;
+  }
+  TrainBudget& with_samples(std::int64_t samples) {
+    max_samples = samples;
+    return *this;
+  }
+  TrainBudget& with_seconds(double seconds) {
+    max_seconds = seconds;
+    return *this;
+  }
+};
+
+/// One point of a learning curve, reported after every policy update.
+struct LearningCurvePoint {
+  std::int64_t step = 0;         ///< policy updates so far
+  std::int64_t samples = 0;      ///< simulations so far
+  Seconds best_step_time_s = 0;  ///< best valid step time found so far (inf when none)
+  Seconds mean_step_time_s = 0;  ///< mean step time of this update's samples (OOM counted
+                                 ///< at the agent's penalty step time)
+  double wall_s = 0;             ///< wall-clock seconds since training started
+};
+
+/// Receives training progress (progress display, result sinks). Read-only callbacks.
+class TrainingObserver {
+ public:
+  virtual ~TrainingObserver() = default;
+  virtual void on_training_step(const LearningCurvePoint& point) = 0;
+
+ protected:
+  TrainingObserver() = default;
+  TrainingObserver(const TrainingObserver&) = default;
+  TrainingObserver& operator=(const TrainingObserver&) = default;
+};
+
+/// What every optimizer implements.
+class Agent {
+ public:
+  virtual ~Agent() = default;
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
+
+  /// The registry name ("metis", "hdp").
+  [[nodiscard]] virtual std::string name() const = 0;
+  /// A decision for the problem. Learners return the best decision found in training
+  /// on this problem, or their policy's greedy decision when they have not trained on it.
+  [[nodiscard]] virtual core::Decision propose(const Problem& problem) = 0;
+  /// True for agents that learn from rewards and implement train().
+  [[nodiscard]] virtual bool is_learner() const { return false; }
+  /// Trains on `environment` within `budget`, reporting each update to `observer` (may be
+  /// null). The default (non-learners) does nothing.
+  virtual void train(Environment& environment, const TrainBudget& budget,
+                     TrainingObserver* observer);
+
+ protected:
+  Agent() = default;
+};
+
+}  // namespace gopt::agents

@@ -1,0 +1,98 @@
+#include "agents/baselines/simple_agents.h"
+
+#include "agents/placement_utils.h"
+#include "core/errors.h"
+#include "core/rng.h"
+
+namespace gopt::agents {
+namespace {
+
+// TensorFlow's default without a device scope: every op on the first GPU, ops run in the
+// executor's FIFO order of readiness, no fusion (Abadi et al., OSDI 2016).
+class SingleDeviceAgent final : public Agent {
+ public:
+  explicit SingleDeviceAgent(DeviceId device) : device_(device) {}
+  std::string name() const override { return "single_device"; }
+  core::Decision propose(const Problem& problem) override {
+    if (device_ >= problem.num_devices()) {
+      throw core::InputError("", "agents.single_device.device",
+                             "device " + std::to_string(device_) +
+                                 " does not exist; the cluster has " +
+                                 std::to_string(problem.num_devices()) + " devices");
+    }
+    core::Decision d;
+    d.placement = std::vector<DeviceId>(static_cast<std::size_t>(problem.num_nodes()), device_);
+    return d;
+  }
+
+ private:
+  DeviceId device_;
+};
+
+// Op i of the topological order on device i mod D: spreads work evenly while ignoring
+// communication; a classic strawman in the placement literature.
+class RoundRobinAgent final : public Agent {
+ public:
+  std::string name() const override { return "round_robin"; }
+  core::Decision propose(const Problem& problem) override {
+    std::vector<DeviceId> placement(static_cast<std::size_t>(problem.num_nodes()));
+    const auto& order = problem.graph.topological_order();
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      placement[static_cast<std::size_t>(order[i])] =
+          static_cast<DeviceId>(i % static_cast<std::size_t>(problem.num_devices()));
+    }
+    apply_colocation(problem.graph, placement);
+    core::Decision d;
+    d.placement = std::move(placement);
+    return d;
+  }
+};
+
+// Each op on a uniformly random device (seeded: the option, mixed with the problem seed).
+class RandomAgent final : public Agent {
+ public:
+  explicit RandomAgent(std::uint64_t seed) : seed_(seed) {}
+  std::string name() const override { return "random"; }
+  core::Decision propose(const Problem& problem) override {
+    core::Rng rng(core::mix_seed(seed_, problem.seed));
+    std::vector<DeviceId> placement(static_cast<std::size_t>(problem.num_nodes()));
+    for (auto& d : placement) {
+      d = static_cast<DeviceId>(rng.uniform_int(0, problem.num_devices() - 1));
+    }
+    apply_colocation(problem.graph, placement);
+    core::Decision d;
+    d.placement = std::move(placement);
+    return d;
+  }
+
+ private:
+  std::uint64_t seed_;
+};
+
+}  // namespace
+
+void register_simple_agents(AgentRegistry& registry) {
+  registry.add({"single_device",
+                "TensorFlow's default: every op on one GPU, FIFO scheduling, no fusion",
+                false,
+                {{"device", OptionType::kInt, "0", "the device that runs every op"}},
+                [](const AgentOptions& o) {
+                  return std::make_unique<SingleDeviceAgent>(
+                      static_cast<DeviceId>(o.get_int("device")));
+                }});
+  registry.add({"round_robin",
+                "op i of the topological order on device i mod D (colocation respected)",
+                false,
+                {},
+                [](const AgentOptions&) { return std::make_unique<RoundRobinAgent>(); }});
+  registry.add({"random",
+                "every op on a uniformly random device (colocation respected)",
+                false,
+                {{"seed", OptionType::kInt, "0", "mixed with the experiment seed"}},
+                [](const AgentOptions& o) {
+                  return std::make_unique<RandomAgent>(
+                      static_cast<std::uint64_t>(o.get_int("seed")));
+                }});
+}
+
+}  // namespace gopt::agents

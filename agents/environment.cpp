@@ -1,0 +1,19 @@
+#include "agents/environment.h"
+
+namespace gopt::agents {
+
+Environment::Environment(const Problem& problem)
+    : problem_(problem), simulator_(problem.graph, problem.cluster, problem.cost_model) {}
+
+Evaluation Environment::evaluate(const core::Decision& decision) {
+  last_ = &simulator_.simulate(decision);
+  ++samples_;
+  Evaluation e{last_->step_time_s, last_->oom, last_->oom_device};
+  if (!e.oom && e.step_time_s < best_step_time_s_) {
+    best_step_time_s_ = e.step_time_s;
+    best_decision_ = decision;
+  }
+  return e;
+}
+
+}  // namespace gopt::agents

@@ -1,0 +1,68 @@
+// Problem and Environment: what an agent optimizes. A Problem is one graph on one cluster
+// under one cost model; an Environment wraps a Problem with a Simulator and turns a
+// Decision into an evaluation, counting samples and remembering the best decision seen.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+
+#include "core/compiled_graph.h"
+#include "core/decision.h"
+#include "hardware/cluster.h"
+#include "hardware/cost_model.h"
+#include "simulator/simulator.h"
+
+namespace gopt::agents {
+
+using core::DeviceId;
+using core::NodeId;
+using core::Bytes;
+using core::Seconds;
+
+/// One optimization problem. Everything is borrowed and must outlive the Problem.
+struct Problem {
+  const core::CompiledGraph& graph;
+  const hardware::Cluster& cluster;
+  const hardware::CostModel& cost_model;
+  std::uint64_t seed = 0;  ///< seeds randomised agents
+
+  [[nodiscard]] DeviceId num_devices() const { return cluster.num_devices(); }
+  [[nodiscard]] NodeId num_nodes() const { return graph.num_nodes(); }
+};
+
+/// The simulated outcome of one decision.
+struct Evaluation {
+  Seconds step_time_s = 0;
+  bool oom = false;
+  DeviceId oom_device = -1;
+};
+
+/// Evaluates decisions on the simulator. Not thread-safe (one Simulator inside).
+class Environment {
+ public:
+  explicit Environment(const Problem& problem);
+
+  [[nodiscard]] const Problem& problem() const { return problem_; }
+  /// Simulates a decision (validated), counts a sample and tracks the best valid one.
+  Evaluation evaluate(const core::Decision& decision);
+  /// The full result of the last evaluate() call.
+  [[nodiscard]] const simulator::SimulationResult& last_result() const { return *last_; }
+
+  [[nodiscard]] std::int64_t samples() const { return samples_; }
+  /// Best step time of a decision that fit in memory; +inf when none did yet.
+  [[nodiscard]] Seconds best_step_time_s() const { return best_step_time_s_; }
+  /// The decision with best_step_time_s(); empty Decision when none yet.
+  [[nodiscard]] const core::Decision& best_decision() const { return best_decision_; }
+  [[nodiscard]] simulator::Simulator& simulator() { return simulator_; }
+
+ private:
+  Problem problem_;
+  simulator::Simulator simulator_;
+  const simulator::SimulationResult* last_ = nullptr;
+  std::int64_t samples_ = 0;
+  Seconds best_step_time_s_ = std::numeric_limits<Seconds>::infinity();
+  core::Decision best_decision_;
+};
+
+}  // namespace gopt::agents

@@ -1,0 +1,338 @@
+#include "agents/hdp/hdp_agent.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <sstream>
+
+#include "agents/hdp/hdp_model.h"
+#include "agents/placement_utils.h"
+#include "core/op_kind.h"
+#include "core/rng.h"
+
+namespace gopt::agents::hdp {
+namespace {
+
+constexpr std::int64_t kOpFeatures = core::kNumOpKinds + 6;
+
+// Per-op features for the grouper: op kind one-hot, and standardised log sizes (FLOPs,
+// output bytes, parameter bytes), log degrees and topological position.
+torch::Tensor op_features(const core::CompiledGraph& g) {
+  const auto n = static_cast<std::int64_t>(g.num_nodes());
+  auto features = torch::zeros({n, kOpFeatures});
+  auto f = features.accessor<float, 2>();
+  const double rank_scale = n > 1 ? 1.0 / static_cast<double>(n - 1) : 0.0;
+  for (std::int64_t v = 0; v < n; ++v) {
+    auto i = static_cast<std::size_t>(v);
+    auto id = static_cast<NodeId>(v);
+    f[v][static_cast<std::int64_t>(g.kind()[i])] = 1.0F;
+    const std::int64_t base = core::kNumOpKinds;
+    f[v][base + 0] = static_cast<float>(std::log1p(g.flops()[i]));
+    f[v][base + 1] = static_cast<float>(std::log1p(static_cast<double>(g.output_bytes()[i])));
+    f[v][base + 2] = static_cast<float>(std::log1p(static_cast<double>(g.param_bytes()[i])));
+    f[v][base + 3] = static_cast<float>(std::log1p(g.in_degree(id)));
+    f[v][base + 4] = static_cast<float>(std::log1p(g.out_degree(id)));
+    f[v][base + 5] = static_cast<float>(g.topological_rank()[i] * rank_scale);
+  }
+  // Standardise the numeric columns per graph.
+  auto numeric = features.slice(1, core::kNumOpKinds);
+  auto mean = numeric.mean(0, true);
+  auto std = numeric.std(0, true, true).clamp_min(1e-6);
+  features.slice(1, core::kNumOpKinds).copy_((numeric - mean) / std);
+  return features;
+}
+
+// A LibTorch generator owned by the agent and seeded from its Rng: sampling never touches
+// LibTorch's global generator, so runs are reproducible and independent of each other.
+at::Generator make_generator(core::Rng& rng) {
+  return at::detail::createCPUGenerator(rng.next());
+}
+
+// One categorical sample per row of `probs` [R, C].
+torch::Tensor sample_rows(const torch::Tensor& probs, at::Generator& gen) {
+  return torch::multinomial(probs, 1, /*replacement=*/true, gen).squeeze(1);
+}
+
+// Deterministic initialisation from the agent's seed: weights U(-1/sqrt(fan_in), ..),
+// biases 0 (LibTorch's own initialisers draw from the global generator).
+void initialise(torch::nn::Module& module, core::Rng& rng) {
+  torch::NoGradGuard no_grad;
+  for (auto& p : module.parameters()) {
+    if (p.dim() < 2) {
+      p.zero_();
+      continue;
+    }
+    double bound = 1.0 / std::sqrt(static_cast<double>(p.size(1)));
+    auto values = torch::empty(p.sizes(), torch::kFloat);
+    auto* data = values.data_ptr<float>();
+    std::uniform_real_distribution<float> dist(static_cast<float>(-bound),
+                                               static_cast<float>(bound));
+    for (std::int64_t i = 0; i < values.numel(); ++i) data[i] = dist(rng.engine());
+    p.copy_(values);
+  }
+}
+
+class HdpAgent final : public Agent {
+ public:
+  explicit HdpAgent(HdpOptions options) : options_(options) {}
+
+  std::string name() const override { return "hdp"; }
+  bool is_learner() const override { return true; }
+
+  core::Decision propose(const Problem& problem) override {
+    if (trained_on(problem) && best_.placement) return best_;
+    setup(problem);
+    torch::NoGradGuard no_grad;
+    auto groups = grouper_->forward(features_).argmax(1);
+    auto group_input = group_features(groups).unsqueeze(1);
+    auto out =
+        placer_->forward(group_input, [](const torch::Tensor& logits) { return logits.argmax(1); });
+    return decision_for(groups, out.devices[0], problem);
+  }
+
+  void train(Environment& env, const TrainBudget& budget, TrainingObserver* observer) override {
+    const Problem& problem = env.problem();
+    setup(problem);
+    auto params = grouper_->parameters();
+    for (auto& p : placer_->parameters()) params.push_back(p);
+    torch::optim::Adam optimizer(params, torch::optim::AdamOptions(options_.learning_rate));
+    const auto start = std::chrono::steady_clock::now();
+    const auto k = options_.samples_per_step;
+    bool have_baseline = false;
+    double baseline = 0.0;
+    for (std::int64_t step = 0; step < budget.max_steps; ++step) {
+      double elapsed =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (env.samples() + k > budget.max_samples || elapsed >= budget.max_seconds) break;
+      double noise = options_.noise_steps > 0
+                         ? options_.logit_noise *
+                               std::max(0.0, 1.0 - static_cast<double>(step) /
+                                                       static_cast<double>(options_.noise_steps))
+                         : 0.0;
+      auto group_logits = grouper_->forward(features_);
+      if (noise > 0) group_logits = group_logits + noise * torch::randn(group_logits.sizes(), gen_);
+      auto group_log_probs = torch::log_softmax(group_logits, 1);
+      auto group_probs = group_log_probs.detach().exp();
+
+      std::vector<torch::Tensor> samples;
+      std::vector<torch::Tensor> group_lp;
+      std::vector<torch::Tensor> inputs;
+      for (std::int64_t s = 0; s < k; ++s) {
+        auto groups = sample_rows(group_probs, gen_);
+        group_lp.push_back(group_log_probs.gather(1, groups.unsqueeze(1)).sum());
+        inputs.push_back(group_features(groups));
+        samples.push_back(groups);
+      }
+      auto out = placer_->forward(torch::stack(inputs, 1), [&](const torch::Tensor& logits) {
+        auto noisy = noise > 0 ? logits.detach() + noise * torch::randn(logits.sizes(), gen_)
+                               : logits.detach();
+        return sample_rows(torch::softmax(noisy, 1), gen_);
+      });
+
+      std::vector<double> rewards(static_cast<std::size_t>(k));
+      double step_time_sum = 0;
+      for (std::int64_t s = 0; s < k; ++s) {
+        auto decision = decision_for(samples[static_cast<std::size_t>(s)], out.devices[s], problem);
+        auto e = env.evaluate(decision);
+        double t = e.oom ? options_.invalid_step_time_s : e.step_time_s;
+        step_time_sum += t;
+        rewards[static_cast<std::size_t>(s)] = -std::sqrt(t);
+      }
+      double mean_reward = 0;
+      for (double r : rewards) mean_reward += r;
+      mean_reward /= static_cast<double>(k);
+      if (!have_baseline) {
+        baseline = mean_reward;
+        have_baseline = true;
+      }
+      std::vector<torch::Tensor> terms;
+      for (std::int64_t s = 0; s < k; ++s) {
+        double advantage = rewards[static_cast<std::size_t>(s)] - baseline;
+        terms.push_back(-advantage * (group_lp[static_cast<std::size_t>(s)] + out.log_prob[s]));
+      }
+      auto loss = torch::stack(terms).mean();
+      optimizer.zero_grad();
+      loss.backward();
+      torch::nn::utils::clip_grad_norm_(params, options_.grad_clip);
+      double lr =
+          options_.learning_rate *
+          std::pow(options_.lr_decay,
+                   static_cast<double>(step / std::max<std::int64_t>(1, options_.lr_decay_steps)));
+      for (auto& group : optimizer.param_groups()) {
+        static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
+      }
+      optimizer.step();
+      baseline = options_.baseline_decay * baseline + (1.0 - options_.baseline_decay) * mean_reward;
+
+      if (observer) {
+        LearningCurvePoint point;
+        point.step = step + 1;
+        point.samples = env.samples();
+        point.best_step_time_s = env.best_step_time_s();
+        point.mean_step_time_s = step_time_sum / static_cast<double>(k);
+        point.wall_s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        observer->on_training_step(point);
+      }
+    }
+    best_ = env.best_decision();
+    trained_graph_ = &problem.graph;
+  }
+
+ private:
+  bool trained_on(const Problem& problem) const { return trained_graph_ == &problem.graph; }
+
+  // Builds features and (re)creates the networks for a new problem.
+  void setup(const Problem& problem) {
+    if (graph_ == &problem.graph && devices_ == problem.num_devices()) return;
+    graph_ = &problem.graph;
+    devices_ = problem.num_devices();
+    rng_ = core::Rng(core::mix_seed(options_.seed, problem.seed));
+    gen_ = make_generator(rng_);
+    num_groups_ = options_.groups > 0
+                      ? options_.groups
+                      : std::min<std::int64_t>(256, 20 * static_cast<std::int64_t>(devices_));
+    features_ = op_features(problem.graph);
+    auto kinds = torch::empty({problem.num_nodes()}, torch::kLong);
+    for (NodeId v = 0; v < problem.num_nodes(); ++v) {
+      kinds[v] = static_cast<std::int64_t>(problem.graph.kind()[static_cast<std::size_t>(v)]);
+    }
+    kind_one_hot_ = torch::one_hot(kinds, core::kNumOpKinds).to(torch::kFloat);
+    auto sizes = torch::empty({problem.num_nodes()}, torch::kFloat);
+    auto sa = sizes.accessor<float, 1>();
+    for (NodeId v = 0; v < problem.num_nodes(); ++v) {
+      sa[v] = static_cast<float>(problem.graph.output_bytes()[static_cast<std::size_t>(v)]);
+    }
+    output_bytes_ = sizes;
+    const auto m = static_cast<std::int64_t>(problem.graph.num_edges());
+    edge_src_ = torch::empty({m}, torch::kLong);
+    edge_dst_ = torch::empty({m}, torch::kLong);
+    for (core::EdgeIndex e = 0; e < problem.graph.num_edges(); ++e) {
+      edge_src_[e] = static_cast<std::int64_t>(problem.graph.edge_source(e));
+      edge_dst_[e] = static_cast<std::int64_t>(problem.graph.out_target(e));
+    }
+    grouper_ = Grouper(GrouperOptions(kOpFeatures, num_groups_).hidden(options_.grouper_hidden));
+    placer_ = Placer(PlacerOptions(core::kNumOpKinds + 2 + num_groups_, devices_)
+                         .hidden(options_.placer_hidden)
+                         .device_embedding(options_.device_embedding));
+    initialise(*grouper_, rng_);
+    initialise(*placer_, rng_);
+    trained_graph_ = nullptr;
+    best_ = {};
+  }
+
+  // Group embeddings as in HDP: op kind counts, log of summed output bytes, log group size,
+  // and the group's row of the group adjacency matrix (normalised). [G, features]
+  torch::Tensor group_features(const torch::Tensor& groups) {
+    torch::NoGradGuard no_grad;
+    const auto g = num_groups_;
+    auto counts = torch::zeros({g, core::kNumOpKinds}).index_add_(0, groups, kind_one_hot_);
+    auto size = counts.sum(1, true);
+    auto bytes = torch::zeros({g}).index_add_(0, groups, output_bytes_).unsqueeze(1);
+    auto adjacency = torch::zeros({g * g}).index_add_(
+        0, groups.index_select(0, edge_src_) * g + groups.index_select(0, edge_dst_),
+        torch::ones({edge_src_.size(0)}));
+    adjacency = adjacency.view({g, g});
+    adjacency = adjacency / (adjacency.sum(1, true) + 1.0);
+    return torch::cat(
+        {counts / (size + 1.0), torch::log1p(bytes) / 20.0, torch::log1p(size) / 10.0, adjacency},
+        1);
+  }
+
+  core::Decision decision_for(const torch::Tensor& groups, const torch::Tensor& group_devices,
+                              const Problem& problem) const {
+    std::vector<DeviceId> placement(static_cast<std::size_t>(problem.num_nodes()));
+    auto devices = group_devices.to(torch::kLong).contiguous();
+    auto ga = groups.accessor<std::int64_t, 1>();
+    const auto* da = devices.data_ptr<std::int64_t>();
+    for (NodeId v = 0; v < problem.num_nodes(); ++v) {
+      placement[static_cast<std::size_t>(v)] = static_cast<DeviceId>(da[ga[v]]);
+    }
+    apply_colocation(problem.graph, placement);
+    core::Decision d;
+    d.placement = std::move(placement);
+    return d;
+  }
+
+  HdpOptions options_;
+  core::Rng rng_{0};
+  at::Generator gen_ = at::detail::createCPUGenerator(0);
+  const core::CompiledGraph* graph_ = nullptr;
+  const core::CompiledGraph* trained_graph_ = nullptr;
+  DeviceId devices_ = 0;
+  std::int64_t num_groups_ = 0;
+  torch::Tensor features_;
+  torch::Tensor kind_one_hot_;
+  torch::Tensor output_bytes_;
+  torch::Tensor edge_src_;
+  torch::Tensor edge_dst_;
+  Grouper grouper_{nullptr};
+  Placer placer_{nullptr};
+  core::Decision best_;
+};
+
+}  // namespace
+
+void register_hdp(AgentRegistry& registry) {
+  const HdpOptions d;
+  auto text = [](double v) {
+    std::ostringstream s;
+    s << v;
+    return s.str();
+  };
+  registry.add(
+      {"hdp",
+       "Hierarchical Device Placement (Mirhoseini et al., ICLR 2018): grouper + seq2seq placer, "
+       "REINFORCE",
+       true,
+       {
+           {"groups", OptionType::kInt, std::to_string(d.groups),
+            "number of groups; 0: min(256, 20 x devices)"},
+           {"grouper_hidden", OptionType::kInt, std::to_string(d.grouper_hidden),
+            "grouper hidden units (paper: 64)"},
+           {"placer_hidden", OptionType::kInt, std::to_string(d.placer_hidden), "placer LSTM size"},
+           {"device_embedding", OptionType::kInt, std::to_string(d.device_embedding),
+            "size of the previous-device embedding"},
+           {"samples_per_step", OptionType::kInt, std::to_string(d.samples_per_step),
+            "placements sampled per update"},
+           {"learning_rate", OptionType::kDouble, text(d.learning_rate),
+            "Adam learning rate (paper: 0.1, which collapses to one device here)"},
+           {"lr_decay", OptionType::kDouble, text(d.lr_decay), "learning-rate decay factor"},
+           {"lr_decay_steps", OptionType::kInt, std::to_string(d.lr_decay_steps),
+            "updates per decay"},
+           {"grad_clip", OptionType::kDouble, text(d.grad_clip), "max gradient norm (paper: 1.0)"},
+           {"baseline_decay", OptionType::kDouble, text(d.baseline_decay),
+            "EMA decay of the reward baseline (paper: 0.9)"},
+           {"invalid_step_time_s", OptionType::kDouble, text(d.invalid_step_time_s),
+            "step time charged to OOM placements, seconds (paper: 100)"},
+           {"logit_noise", OptionType::kDouble, text(d.logit_noise),
+            "std of logit noise at the first update"},
+           {"noise_steps", OptionType::kInt, std::to_string(d.noise_steps),
+            "updates over which the noise decays to 0"},
+           {"seed", OptionType::kInt, "0", "mixed with the experiment seed"},
+       },
+       [](const AgentOptions& o) {
+         HdpOptions h;
+         h.groups = o.get_int("groups");
+         h.grouper_hidden = o.get_int("grouper_hidden");
+         h.placer_hidden = o.get_int("placer_hidden");
+         h.device_embedding = o.get_int("device_embedding");
+         h.samples_per_step = std::max<std::int64_t>(1, o.get_int("samples_per_step"));
+         h.learning_rate = o.get_double("learning_rate");
+         h.lr_decay = o.get_double("lr_decay");
+         h.lr_decay_steps = o.get_int("lr_decay_steps");
+         h.grad_clip = o.get_double("grad_clip");
+         h.baseline_decay = o.get_double("baseline_decay");
+         h.invalid_step_time_s = o.get_double("invalid_step_time_s");
+         h.logit_noise = o.get_double("logit_noise");
+         h.noise_steps = o.get_int("noise_steps");
+         h.seed = static_cast<std::uint64_t>(o.get_int("seed"));
+         return std::make_unique<HdpAgent>(h);
+       }});
+}
+
+}  // namespace gopt::agents::hdp

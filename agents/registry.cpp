@@ -1,0 +1,174 @@
+#include "agents/registry.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <stdexcept>
+
+#include "core/errors.h"
+#include "core/strings.h"
+
+namespace gopt::agents {
+namespace {
+
+const char* type_name(OptionType type) {
+  switch (type) {
+    case OptionType::kInt:
+      return "an integer";
+    case OptionType::kDouble:
+      return "a number";
+    case OptionType::kBool:
+      return "true or false";
+    case OptionType::kString:
+      return "a string";
+  }
+  return "a value";
+}
+
+bool parse_int(const std::string& text, std::int64_t* out) {
+  if (text.empty()) return false;
+  char* end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (errno != 0 || *end != '\0') return false;
+  *out = v;
+  return true;
+}
+
+bool parse_double(const std::string& text, double* out) {
+  if (text.empty()) return false;
+  char* end = nullptr;
+  errno = 0;
+  double v = std::strtod(text.c_str(), &end);
+  if (errno != 0 || *end != '\0' || !std::isfinite(v)) return false;
+  *out = v;
+  return true;
+}
+
+bool parse_bool(const std::string& text, bool* out) {
+  if (text == "true" || text == "1" || text == "yes" || text == "on") {
+    *out = true;
+    return true;
+  }
+  if (text == "false" || text == "0" || text == "no" || text == "off") {
+    *out = false;
+    return true;
+  }
+  return false;
+}
+
+bool well_typed(OptionType type, const std::string& text) {
+  std::int64_t i = 0;
+  double d = 0;
+  bool b = false;
+  switch (type) {
+    case OptionType::kInt:
+      return parse_int(text, &i);
+    case OptionType::kDouble:
+      return parse_double(text, &d);
+    case OptionType::kBool:
+      return parse_bool(text, &b);
+    case OptionType::kString:
+      return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+AgentOptions::AgentOptions(const std::string& agent, const std::vector<OptionSpec>& specs,
+                           const std::map<std::string, std::string>& given,
+                           const std::string& source)
+    : agent_(agent) {
+  std::vector<std::string> names;
+  for (const auto& spec : specs) {
+    names.push_back(spec.name);
+    values_[spec.name] = spec.default_value;
+  }
+  for (const auto& [key, value] : given) {
+    const OptionSpec* spec = nullptr;
+    for (const auto& s : specs) {
+      if (s.name == key) spec = &s;
+    }
+    std::string where = "agents." + agent + "." + key;
+    if (!spec) {
+      throw core::InputError(source, where,
+                             "unknown option" + core::did_you_mean(key, names) +
+                                 (names.empty() ? "; '" + agent + "' takes no options"
+                                                : "; valid options: " + core::join(names)));
+    }
+    if (!well_typed(spec->type, value)) {
+      throw core::InputError(
+          source, where,
+          std::string("expected ") + type_name(spec->type) + ", found '" + value + "'");
+    }
+    values_[key] = value;
+  }
+}
+
+const std::string& AgentOptions::raw(const std::string& name) const {
+  auto it = values_.find(name);
+  GOPT_ASSERT(it != values_.end(), "agent '" + agent_ + "' reads undeclared option " + name);
+  return it->second;
+}
+
+std::int64_t AgentOptions::get_int(const std::string& name) const {
+  std::int64_t v = 0;
+  GOPT_ASSERT(parse_int(raw(name), &v), "option " + name + " is not an integer");
+  return v;
+}
+
+double AgentOptions::get_double(const std::string& name) const {
+  double v = 0;
+  GOPT_ASSERT(parse_double(raw(name), &v), "option " + name + " is not a number");
+  return v;
+}
+
+bool AgentOptions::get_bool(const std::string& name) const {
+  bool v = false;
+  GOPT_ASSERT(parse_bool(raw(name), &v), "option " + name + " is not a boolean");
+  return v;
+}
+
+const std::string& AgentOptions::get_string(const std::string& name) const { return raw(name); }
+
+void AgentRegistry::add(AgentInfo info) {
+  if (contains(info.name)) throw std::logic_error("agent registered twice: " + info.name);
+  for (const auto& spec : info.options) {
+    GOPT_ASSERT(well_typed(spec.type, spec.default_value),
+                "default of " + info.name + "." + spec.name + " does not parse");
+  }
+  agents_.push_back(std::move(info));
+}
+
+bool AgentRegistry::contains(const std::string& name) const {
+  for (const auto& a : agents_) {
+    if (a.name == name) return true;
+  }
+  return false;
+}
+
+std::vector<std::string> AgentRegistry::names() const {
+  std::vector<std::string> out;
+  for (const auto& a : agents_) out.push_back(a.name);
+  return out;
+}
+
+const AgentInfo& AgentRegistry::info(const std::string& name, const std::string& source) const {
+  for (const auto& a : agents_) {
+    if (a.name == name) return a;
+  }
+  throw core::InputError(source, "agent '" + name + "'",
+                         "unknown agent" + core::did_you_mean(name, names()) +
+                             "; valid agents: " + core::join(names()));
+}
+
+std::unique_ptr<Agent> AgentRegistry::create(const std::string& name,
+                                             const std::map<std::string, std::string>& options,
+                                             const std::string& source) const {
+  const AgentInfo& entry = info(name, source);
+  AgentOptions resolved(name, entry.options, options, source);
+  return entry.factory(resolved);
+}
+
+}  // namespace gopt::agents

@@ -1,0 +1,86 @@
+// The agent registry: creates agents by name with validated options, and lists them with
+// their descriptions and options (`gopt agents`). Registration is explicit
+// (register_builtin_agents), never through static constructors (STYLE.md point 5).
+//
+//   AgentRegistry registry;
+//   register_builtin_agents(registry);
+//   auto agent = registry.create("random", {{"seed", "3"}});   // InputError if unknown
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agents/agent.h"
+
+namespace gopt::agents {
+
+enum class OptionType { kInt, kDouble, kBool, kString };
+
+/// One option an agent accepts. Values travel as text (from YAML or the command line)
+/// and are checked against `type` when the agent is created.
+struct OptionSpec {
+  std::string name;
+  OptionType type = OptionType::kString;
+  std::string default_value;
+  std::string description;  ///< says the unit, the range and where the default comes from
+};
+
+/// An agent's options: every spec'd option with its given or default value, typed.
+class AgentOptions {
+ public:
+  /// Checks `given` against `specs`. Throws InputError naming `source` and
+  /// `agents.<agent>.<option>` for an unknown option (listing the valid ones, with a
+  /// did-you-mean) or a value of the wrong type.
+  AgentOptions(const std::string& agent, const std::vector<OptionSpec>& specs,
+               const std::map<std::string, std::string>& given, const std::string& source = "");
+
+  [[nodiscard]] std::int64_t get_int(const std::string& name) const;
+  [[nodiscard]] double get_double(const std::string& name) const;
+  [[nodiscard]] bool get_bool(const std::string& name) const;
+  [[nodiscard]] const std::string& get_string(const std::string& name) const;
+  /// Every option's value as text, for results files.
+  [[nodiscard]] const std::map<std::string, std::string>& values() const { return values_; }
+
+ private:
+  const std::string& raw(const std::string& name) const;
+  std::string agent_;
+  std::map<std::string, std::string> values_;
+};
+
+/// A registered agent.
+struct AgentInfo {
+  std::string name;
+  std::string description;  ///< one line; where the method comes from
+  bool learner = false;
+  std::vector<OptionSpec> options;
+  std::function<std::unique_ptr<Agent>(const AgentOptions&)> factory;
+};
+
+class AgentRegistry {
+ public:
+  /// Adds an agent; throws std::logic_error on a duplicate name (a programming error).
+  void add(AgentInfo info);
+  [[nodiscard]] bool contains(const std::string& name) const;
+  /// The agent's entry; throws InputError listing the valid names for an unknown one.
+  [[nodiscard]] const AgentInfo& info(const std::string& name,
+                                      const std::string& source = "") const;
+  /// Creates an agent; throws InputError for an unknown name or option, or a bad value.
+  [[nodiscard]] std::unique_ptr<Agent> create(
+      const std::string& name, const std::map<std::string, std::string>& options = {},
+      const std::string& source = "") const;
+  /// Every agent in registration order.
+  [[nodiscard]] const std::vector<AgentInfo>& agents() const { return agents_; }
+  [[nodiscard]] std::vector<std::string> names() const;
+
+ private:
+  std::vector<AgentInfo> agents_;
+};
+
+/// Registers every agent shipped with gopt.
+void register_builtin_agents(AgentRegistry& registry);
+
+}  // namespace gopt::agents

@@ -1,0 +1,108 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "agents/registry.h"
+#include "core/decision.h"
+#include "simulator/simulator.h"
+#include "tests/agents/agents_test_util.h"
+#include "tests/support/random_dag.h"
+
+namespace gopt::agents {
+namespace {
+
+AgentRegistry builtin() {
+  AgentRegistry r;
+  register_builtin_agents(r);
+  return r;
+}
+
+// Bytes carried by edges whose ends are on different devices.
+Bytes cut_bytes(const core::CompiledGraph& g, const core::Decision& d) {
+  Bytes cut = 0;
+  for (core::EdgeIndex e = 0; e < g.num_edges(); ++e) {
+    if (d.device_of(g.edge_source(e)) != d.device_of(g.out_target(e))) cut += g.edge_bytes(e);
+  }
+  return cut;
+}
+
+TEST(BaselinesTest, EveryNonLearnerIsValidOnRandomGraphs) {
+  auto r = builtin();
+  for (const char* profile : {"p100x2_pcie", "p100x4_pcie", "p100x8_pcie"}) {
+    testing::ProblemFixture f(
+        gopt::testing::random_dag(gopt::testing::RandomDagOptions().with_nodes(600).with_seed(4)),
+        profile);
+    for (const auto& info : r.agents()) {
+      if (info.learner) continue;
+      auto d = r.create(info.name)->propose(f.problem);
+      EXPECT_NO_THROW(core::validate_decision(d, f.problem.num_nodes(), f.problem.num_devices()))
+          << info.name << " on " << profile;
+      EXPECT_TRUE(d.placement.has_value()) << info.name;
+    }
+  }
+}
+
+TEST(BaselinesTest, MetisBalancesComputeAndCutsLessThanRandom) {
+  testing::ProblemFixture f(
+      gopt::testing::random_dag(gopt::testing::RandomDagOptions().with_nodes(3000).with_seed(9)),
+      "p100x4_pcie");
+  auto r = builtin();
+  auto metis = r.create("metis", {{"imbalance", "0.05"}})->propose(f.problem);
+  auto random = r.create("random")->propose(f.problem);
+  EXPECT_LT(cut_bytes(f.compiled, metis), cut_bytes(f.compiled, random) / 2);
+  std::vector<double> load(4, 0.0);
+  for (NodeId v = 0; v < f.problem.num_nodes(); ++v) {
+    load[static_cast<std::size_t>(metis.device_of(v))] += f.cost.op_time(f.compiled, v, 0);
+  }
+  double mean = std::accumulate(load.begin(), load.end(), 0.0) / 4.0;
+  // METIS's tolerance is on integer-rounded weights; allow 1% for the rounding.
+  EXPECT_LE(*std::max_element(load.begin(), load.end()), mean * 1.06);
+}
+
+// Eight independent chains of heavy ops from one input: a wide, parallel graph.
+core::Graph wide_graph() {
+  core::GraphBuilder b("wide");
+  auto in = b.add("in", "Placeholder").output({64, 256});
+  for (int c = 0; c < 8; ++c) {
+    core::NodeId prev = in;
+    for (int i = 0; i < 5; ++i) {
+      auto n = b.add("c" + std::to_string(c) + "_" + std::to_string(i), "MatMul")
+                   .output({64, 256})
+                   .flops(4e9);
+      b.connect(prev, n);
+      prev = n;
+    }
+  }
+  return std::move(b).build();
+}
+
+TEST(BaselinesTest, ListSchedulersBeatSingleDeviceOnAWideGraph) {
+  testing::ProblemFixture f(wide_graph(), "p100x4_pcie");
+  auto r = builtin();
+  simulator::Simulator sim(f.compiled, f.cluster, f.cost);
+  double single = sim.simulate(r.create("single_device")->propose(f.problem)).step_time_s;
+  for (const char* name : {"heft", "m_etf"}) {
+    auto d = r.create(name)->propose(f.problem);
+    ASSERT_TRUE(d.priority.has_value()) << name;
+    double t = sim.simulate(d).step_time_s;
+    EXPECT_LT(t, single * 0.4) << name << ": " << t << " vs single device " << single;
+  }
+}
+
+TEST(BaselinesTest, DeterministicForTheSameSeed) {
+  testing::ProblemFixture f(
+      gopt::testing::random_dag(gopt::testing::RandomDagOptions().with_nodes(800).with_seed(2)),
+      "p100x4_pcie", 11);
+  auto r = builtin();
+  for (const auto& info : r.agents()) {
+    if (info.learner) continue;
+    auto a = r.create(info.name)->propose(f.problem);
+    auto b = r.create(info.name)->propose(f.problem);
+    EXPECT_EQ(a.placement, b.placement) << info.name;
+    EXPECT_EQ(a.priority, b.priority) << info.name;
+  }
+}
+
+}  // namespace
+}  // namespace gopt::agents

@@ -1,0 +1,90 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "agents/registry.h"
+#include "tests/agents/agents_test_util.h"
+
+namespace gopt::agents {
+namespace {
+
+// Records the learning curve.
+class Curve final : public TrainingObserver {
+ public:
+  void on_training_step(const LearningCurvePoint& p) override { points.push_back(p); }
+  std::vector<LearningCurvePoint> points;
+};
+
+// Independent heavy chains, each of its own op type: putting each chain on its own device
+// halves the step time, and the op kinds let a grouper tell the chains apart.
+core::Graph parallel_chains(int chains, int length) {
+  const char* types[] = {"MatMul", "Conv2D", "BatchMatMul", "DepthwiseConv2dNative"};
+  core::GraphBuilder b("chains");
+  auto in = b.add("in", "Placeholder").output({256, 1024});
+  for (int c = 0; c < chains; ++c) {
+    core::NodeId prev = in;
+    for (int i = 0; i < length; ++i) {
+      auto n = b.add("c" + std::to_string(c) + "_" + std::to_string(i), types[c % 4])
+                   .output({256, 1024})
+                   .flops(2.0 * 256 * 1024 * 1024 * 8);
+      b.connect(prev, n);
+      prev = n;
+    }
+  }
+  return std::move(b).build();
+}
+
+double mean_of(const std::vector<LearningCurvePoint>& p, std::size_t from, std::size_t to) {
+  double s = 0;
+  for (std::size_t i = from; i < to; ++i) s += p[i].mean_step_time_s;
+  return s / static_cast<double>(to - from);
+}
+
+TEST(HdpTest, ImprovesItsRewardOnASmallProblem) {
+  testing::ProblemFixture f(parallel_chains(2, 8), "p100x2_pcie", 3);
+  AgentRegistry r;
+  register_builtin_agents(r);
+  // Two groups: the grouper must separate the op types and the placer the groups.
+  auto agent = r.create("hdp", {{"groups", "2"}, {"seed", "1"}});
+  Environment env(f.problem);
+  Curve curve;
+  agent->train(env, TrainBudget().with_steps(150), &curve);
+  ASSERT_EQ(curve.points.size(), 150u);
+  double early = mean_of(curve.points, 0, 20);
+  double late = mean_of(curve.points, 130, 150);
+  EXPECT_LT(late, early * 0.85) << "early " << early << " late " << late;
+  // Better than a random placement of the same graph.
+  Environment check(f.problem);
+  auto random = r.create("random", {{"seed", "1"}})->propose(f.problem);
+  EXPECT_LT(env.best_step_time_s(), check.evaluate(random).step_time_s);
+  auto best = agent->propose(f.problem);
+  ASSERT_TRUE(best.placement.has_value());
+  EXPECT_DOUBLE_EQ(env.evaluate(best).step_time_s, env.best_step_time_s());
+}
+
+TEST(HdpTest, SameSeedSameTraining) {
+  std::vector<double> runs[2];
+  for (auto& run : runs) {
+    testing::ProblemFixture f(parallel_chains(3, 4), "p100x2_pcie", 7);
+    AgentRegistry r;
+    register_builtin_agents(r);
+    auto agent = r.create("hdp", {{"groups", "6"}});
+    Environment env(f.problem);
+    Curve curve;
+    agent->train(env, TrainBudget().with_steps(8), &curve);
+    for (const auto& p : curve.points) run.push_back(p.mean_step_time_s);
+  }
+  EXPECT_EQ(runs[0], runs[1]);
+}
+
+TEST(HdpTest, ProposeWithoutTrainingIsValid) {
+  testing::ProblemFixture f(parallel_chains(2, 3), "p100x4_pcie");
+  AgentRegistry r;
+  register_builtin_agents(r);
+  auto d = r.create("hdp")->propose(f.problem);
+  ASSERT_TRUE(d.placement.has_value());
+  EXPECT_NO_THROW(core::validate_decision(d, f.problem.num_nodes(), f.problem.num_devices()));
+}
+
+}  // namespace
+}  // namespace gopt::agents

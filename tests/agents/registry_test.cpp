@@ -1,0 +1,68 @@
+#include "agents/registry.h"
+
+#include <gtest/gtest.h>
+
+#include "core/errors.h"
+
+namespace gopt::agents {
+namespace {
+
+AgentRegistry builtin() {
+  AgentRegistry r;
+  register_builtin_agents(r);
+  return r;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const core::InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(RegistryTest, CreatesBuiltinAgentsByName) {
+  auto r = builtin();
+  for (const char* name : {"single_device", "round_robin", "random", "hdp"}) {
+    ASSERT_TRUE(r.contains(name)) << name;
+    auto agent = r.create(name);
+    EXPECT_EQ(agent->name(), name);
+  }
+  EXPECT_TRUE(r.create("hdp")->is_learner());
+  EXPECT_FALSE(r.create("random")->is_learner());
+}
+
+TEST(RegistryTest, UnknownAgentListsValidNamesWithASuggestion) {
+  auto r = builtin();
+  auto message = error_of([&] { (void)r.create("round_robbin", {}, "exp.yaml"); });
+  EXPECT_NE(message.find("exp.yaml"), std::string::npos) << message;
+  EXPECT_NE(message.find("unknown agent (did you mean 'round_robin'?)"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("single_device"), std::string::npos) << message;
+}
+
+TEST(RegistryTest, UnknownOptionAndBadValueAreErrors) {
+  auto r = builtin();
+  auto unknown = error_of([&] { (void)r.create("hdp", {{"learnin_rate", "0.1"}}); });
+  EXPECT_NE(unknown.find("agents.hdp.learnin_rate"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("did you mean 'learning_rate'"), std::string::npos) << unknown;
+  auto bad = error_of([&] { (void)r.create("hdp", {{"groups", "many"}}); });
+  EXPECT_NE(bad.find("expected an integer, found 'many'"), std::string::npos) << bad;
+  auto none = error_of([&] { (void)r.create("round_robin", {{"x", "1"}}); });
+  EXPECT_NE(none.find("takes no options"), std::string::npos) << none;
+}
+
+TEST(RegistryTest, OptionsFallBackToDefaults) {
+  AgentOptions o("a",
+                 {{"n", OptionType::kInt, "3", ""},
+                  {"x", OptionType::kDouble, "0.5", ""},
+                  {"b", OptionType::kBool, "false", ""}},
+                 {{"x", "2.5"}});
+  EXPECT_EQ(o.get_int("n"), 3);
+  EXPECT_DOUBLE_EQ(o.get_double("x"), 2.5);
+  EXPECT_FALSE(o.get_bool("b"));
+}
+
+}  // namespace
+}  // namespace gopt::agents
