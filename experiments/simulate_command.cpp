@@ -32,6 +32,8 @@ namespace {
 struct SimulateArgs {
   std::string graph;
   std::vector<std::string> overrides;
+  std::int64_t batch = 0;
+  bool training = false;
   std::string hardware;
   std::string placement = "single";
   std::string agent;
@@ -107,6 +109,8 @@ int run_simulate(SimulateArgs args, CliContext& ctx) {
   datasets::register_builtin_workloads(workloads);
   datasets::LoadOptions load;
   for (const auto& o : args.overrides) datasets::parse_override(o, load.overrides);
+  load.onnx_batch = args.batch;
+  load.onnx_training = args.training;
   auto graph = core::CompiledGraph::compile(datasets::load_graph(args.graph, workloads, load));
   auto cluster = hardware::load_profile(args.hardware);
   hardware::RooflineCostModel cost(cluster);
@@ -253,6 +257,10 @@ void add_simulate_command(CLI::App& app, CliContext& context) {
       ->required();
   cmd->add_option("--set", args->overrides,
                   "Hyperparameter override key=value for a suite graph (repeatable)");
+  cmd->add_option("--batch", args->batch, "Batch size for an ONNX model's dynamic batch dimension")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--training", args->training,
+                "For an ONNX model: add gradient and update ops (a training step)");
   cmd->add_option("--hardware", args->hardware,
                   "Hardware profile: a name under hardware/profiles (e.g. p100x4_pcie) or a "
                   "path to a .yaml file")

@@ -8,6 +8,7 @@
 #include "agents/registry.h"
 #include "datasets/workload_registry.h"
 #include "hardware/profile.h"
+#include "simulator/simulator.h"
 
 namespace {
 
@@ -53,6 +54,21 @@ BENCHMARK_CAPTURE(BM_Propose, human_expert / gnmt_8, std::string("human_expert")
 BENCHMARK_CAPTURE(BM_Propose, metis / gnmt_8, std::string("metis"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Propose, heft / gnmt_8, std::string("heft"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Propose, m_etf / gnmt_8, std::string("m_etf"))->Unit(benchmark::kMillisecond);
+
+// One simulated step of gnmt_8 under the human-expert placement (4 P100s): the simulator's
+// cost on the paper's largest graph.
+void BM_SimulateGnmt8(benchmark::State& state) {
+  auto& f = gnmt8();
+  auto decision = f.registry.create("human_expert")->propose(f.problem);
+  simulator::Simulator sim(f.graph, f.cluster, f.cost);
+  for (auto _ : state) {
+    const auto& r = sim.simulate(decision);
+    benchmark::DoNotOptimize(r.step_time_s);
+  }
+  state.counters["nodes"] = f.graph.num_nodes();
+  state.counters["step_ms"] = sim.simulate(decision).step_time_s * 1e3;
+}
+BENCHMARK(BM_SimulateGnmt8)->Name("BM_Simulate/gnmt_8")->Unit(benchmark::kMillisecond);
 
 // One HDP update per iteration; steps_per_second is the figure the issue asks for.
 void BM_HdpTrainStep(benchmark::State& state) {
