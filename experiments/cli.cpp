@@ -25,6 +25,8 @@ std::unique_ptr<CLI::App> build_cli(CliContext& context) {
   add_graph_commands(*app, context);
   add_simulate_command(*app, context);
   add_agents_command(*app, context);
+  add_run_command(*app, context);
+  add_table_command(*app, context);
   add_compare_command(*app, context);
   return app;
 }

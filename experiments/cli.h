@@ -44,6 +44,12 @@ void add_simulate_command(CLI::App& app, CliContext& context);
 /// Registers `gopt agents` (agents_command.cpp).
 void add_agents_command(CLI::App& app, CliContext& context);
 
+/// Registers `gopt run` (run_command.cpp).
+void add_run_command(CLI::App& app, CliContext& context);
+
+/// Registers `gopt table` (table_command.cpp).
+void add_table_command(CLI::App& app, CliContext& context);
+
 /// Registers `gopt compare` (compare_command.cpp).
 void add_compare_command(CLI::App& app, CliContext& context);
 

@@ -1,0 +1,603 @@
+#include "experiments/hdf5_sink.h"
+
+#include <hdf5.h>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <system_error>
+#include <utility>
+
+#include "core/errors.h"
+
+namespace gopt::experiments {
+namespace {
+
+// Owns one HDF5 identifier and closes it with the matching H5*close.
+class Handle {
+ public:
+  using Closer = herr_t (*)(hid_t);
+  Handle() = default;
+  Handle(hid_t id, Closer closer) : id_(id), closer_(closer) {}
+  Handle(Handle&& o) noexcept : id_(std::exchange(o.id_, -1)), closer_(o.closer_) {}
+  Handle& operator=(Handle&& o) noexcept {
+    if (this != &o) {
+      reset();
+      id_ = std::exchange(o.id_, -1);
+      closer_ = o.closer_;
+    }
+    return *this;
+  }
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+  ~Handle() { reset(); }
+
+  void reset() {
+    if (id_ >= 0 && closer_) closer_(id_);
+    id_ = -1;
+  }
+  [[nodiscard]] hid_t get() const { return id_; }
+  [[nodiscard]] bool valid() const { return id_ >= 0; }
+
+ private:
+  hid_t id_ = -1;
+  Closer closer_ = nullptr;
+};
+
+// HDF5 prints its error stack to stderr by default; gopt reports its own messages.
+void silence_hdf5() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
+
+// Errors while reading or writing a file we opened: the file is named, the object too.
+[[noreturn]] void fail(const std::string& file, const std::string& object,
+                       const std::string& what) {
+  throw core::InputError(file, object, what);
+}
+
+Handle check(hid_t id, Handle::Closer closer, const std::string& file, const std::string& object,
+             const std::string& what) {
+  if (id < 0) fail(file, object, what);
+  return Handle(id, closer);
+}
+
+Handle string_type() {
+  Handle t(H5Tcopy(H5T_C_S1), H5Tclose);
+  H5Tset_size(t.get(), H5T_VARIABLE);
+  H5Tset_cset(t.get(), H5T_CSET_UTF8);
+  return t;
+}
+
+// --- writing -------------------------------------------------------------------------
+
+class Writer {
+ public:
+  Writer(std::string file, hid_t object, std::string object_name)
+      : file_(std::move(file)), object_(object), name_(std::move(object_name)) {}
+
+  void attr(const char* key, const std::string& value) {
+    Handle type = string_type();
+    write_attr(key, type.get(), type.get(), [&](hid_t a, hid_t t) {
+      const char* p = value.c_str();
+      return H5Awrite(a, t, &p);
+    });
+  }
+  void attr(const char* key, const char* value) { attr(key, std::string(value)); }
+  void attr(const char* key, double value) {
+    write_attr(key, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE,
+               [&](hid_t a, hid_t t) { return H5Awrite(a, t, &value); });
+  }
+  void attr(const char* key, std::int64_t value) {
+    write_attr(key, H5T_STD_I64LE, H5T_NATIVE_INT64,
+               [&](hid_t a, hid_t t) { return H5Awrite(a, t, &value); });
+  }
+  void attr(const char* key, std::uint64_t value) {
+    write_attr(key, H5T_STD_U64LE, H5T_NATIVE_UINT64,
+               [&](hid_t a, hid_t t) { return H5Awrite(a, t, &value); });
+  }
+  void attr(const char* key, bool value) { attr(key, static_cast<std::int64_t>(value ? 1 : 0)); }
+
+  template <typename T>
+  void dataset(const char* key, const std::vector<T>& values, hid_t file_type, hid_t mem_type) {
+    hsize_t dims[1] = {values.size()};
+    Handle space = check(H5Screate_simple(1, dims, nullptr), H5Sclose, file_, name_,
+                         "cannot create a dataspace");
+    Handle set = check(
+        H5Dcreate2(object_, key, file_type, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+        H5Dclose, file_, name_ + "/" + key, "cannot create the dataset");
+    if (!values.empty() &&
+        H5Dwrite(set.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) < 0) {
+      fail(file_, name_ + "/" + key, "cannot write the dataset (disk full?)");
+    }
+  }
+
+ private:
+  template <typename F>
+  void write_attr(const char* key, hid_t file_type, hid_t mem_type, F&& write) {
+    if (H5Aexists(object_, key) > 0) H5Adelete(object_, key);
+    Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+    Handle a = check(H5Acreate2(object_, key, file_type, space.get(), H5P_DEFAULT, H5P_DEFAULT),
+                     H5Aclose, file_, name_, std::string("cannot create attribute '") + key + "'");
+    if (write(a.get(), mem_type) < 0) {
+      fail(file_, name_, std::string("cannot write attribute '") + key + "'");
+    }
+  }
+
+  std::string file_;
+  hid_t object_;
+  std::string name_;
+};
+
+// --- reading -------------------------------------------------------------------------
+
+class AttrReader {
+ public:
+  AttrReader(std::string file, hid_t object, std::string object_name)
+      : file_(std::move(file)), object_(object), name_(std::move(object_name)) {}
+
+  [[nodiscard]] bool has(const char* key) const { return H5Aexists(object_, key) > 0; }
+
+  std::string string(const char* key) const {
+    Handle a = open(key);
+    Handle type(H5Aget_type(a.get()), H5Tclose);
+    if (H5Tget_class(type.get()) != H5T_STRING) wrong_type(key, "a string");
+    if (H5Tis_variable_str(type.get()) > 0) {
+      Handle mem = string_type();
+      char* p = nullptr;
+      if (H5Aread(a.get(), mem.get(), &p) < 0) unreadable(key);
+      std::string s = p ? p : "";
+      H5free_memory(p);
+      return s;
+    }
+    std::size_t size = H5Tget_size(type.get());
+    std::string s(size, '\0');
+    Handle mem(H5Tcopy(H5T_C_S1), H5Tclose);
+    H5Tset_size(mem.get(), size);
+    if (H5Aread(a.get(), mem.get(), s.data()) < 0) unreadable(key);
+    s.resize(std::strlen(s.c_str()));
+    return s;
+  }
+
+  double number(const char* key) const {
+    Handle a = open(key);
+    Handle type(H5Aget_type(a.get()), H5Tclose);
+    auto cls = H5Tget_class(type.get());
+    if (cls != H5T_FLOAT && cls != H5T_INTEGER) wrong_type(key, "a number");
+    double v = 0;
+    if (H5Aread(a.get(), H5T_NATIVE_DOUBLE, &v) < 0) unreadable(key);
+    return v;
+  }
+
+  std::int64_t int64(const char* key) const {
+    Handle a = open(key);
+    Handle type(H5Aget_type(a.get()), H5Tclose);
+    if (H5Tget_class(type.get()) != H5T_INTEGER) wrong_type(key, "an integer");
+    std::int64_t v = 0;
+    if (H5Aread(a.get(), H5T_NATIVE_INT64, &v) < 0) unreadable(key);
+    return v;
+  }
+
+  std::uint64_t uint64(const char* key) const {
+    Handle a = open(key);
+    Handle type(H5Aget_type(a.get()), H5Tclose);
+    if (H5Tget_class(type.get()) != H5T_INTEGER) wrong_type(key, "an integer");
+    std::uint64_t v = 0;
+    if (H5Aread(a.get(), H5T_NATIVE_UINT64, &v) < 0) unreadable(key);
+    return v;
+  }
+
+ private:
+  Handle open(const char* key) const {
+    if (!has(key)) {
+      fail(file_, name_,
+           std::string("missing attribute '") + key +
+               "' (the file is truncated or was not written by gopt)");
+    }
+    return check(H5Aopen(object_, key, H5P_DEFAULT), H5Aclose, file_, name_,
+                 std::string("cannot open attribute '") + key + "'");
+  }
+  [[noreturn]] void wrong_type(const char* key, const char* expected) const {
+    fail(file_, name_, std::string("attribute '") + key + "': expected " + expected);
+  }
+  [[noreturn]] void unreadable(const char* key) const {
+    fail(file_, name_, std::string("cannot read attribute '") + key + "' (truncated file?)");
+  }
+
+  std::string file_;
+  hid_t object_;
+  std::string name_;
+};
+
+bool has_link(hid_t loc, const char* name) { return H5Lexists(loc, name, H5P_DEFAULT) > 0; }
+
+template <typename T>
+std::vector<T> read_dataset(const std::string& file, hid_t loc, const std::string& loc_name,
+                            const char* key, hid_t mem_type) {
+  std::string object = loc_name + "/" + key;
+  Handle set = check(H5Dopen2(loc, key, H5P_DEFAULT), H5Dclose, file, object,
+                     "cannot open the dataset (truncated file?)");
+  Handle space(H5Dget_space(set.get()), H5Sclose);
+  if (H5Sget_simple_extent_ndims(space.get()) != 1) fail(file, object, "expected a 1-D dataset");
+  hsize_t dims[1] = {0};
+  H5Sget_simple_extent_dims(space.get(), dims, nullptr);
+  std::vector<T> values(static_cast<std::size_t>(dims[0]));
+  if (!values.empty() &&
+      H5Dread(set.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) < 0) {
+    fail(file, object, "cannot read the dataset (truncated file?)");
+  }
+  return values;
+}
+
+std::vector<std::string> member_names(hid_t group) {
+  H5G_info_t info{};
+  std::vector<std::string> names;
+  if (H5Gget_info(group, &info) < 0) return names;
+  for (hsize_t i = 0; i < info.nlinks; ++i) {
+    ssize_t n =
+        H5Lget_name_by_idx(group, ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT);
+    if (n < 0) continue;
+    std::string name(static_cast<std::size_t>(n) + 1, '\0');
+    H5Lget_name_by_idx(group, ".", H5_INDEX_NAME, H5_ITER_INC, i, name.data(), name.size(),
+                       H5P_DEFAULT);
+    name.resize(static_cast<std::size_t>(n));
+    names.push_back(name);
+  }
+  return names;
+}
+
+// Opens an existing file, checking it is a gopt results file of a version we read.
+Handle open_results(const std::string& file, unsigned flags) {
+  silence_hdf5();
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) fail(file, "", "no such file");
+  if (H5Fis_hdf5(file.c_str()) <= 0) {
+    fail(file, "",
+         "not an HDF5 file (or truncated before its header was written); expected a gopt "
+         "results file written by `gopt run`");
+  }
+  Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+  // Readers skip HDF5's file lock so that a file a running `gopt run` writes can be read.
+  if (flags == H5F_ACC_RDONLY) H5Pset_file_locking(fapl.get(), false, true);
+  hid_t id = H5Fopen(file.c_str(), flags, fapl.get());
+  if (id < 0) {
+    fail(file, "",
+         flags == H5F_ACC_RDONLY
+             ? "cannot open the HDF5 file (truncated or damaged)"
+             : "cannot open the HDF5 file for writing (truncated or damaged, or another "
+               "`gopt run` has it open)");
+  }
+  Handle f(id, H5Fclose);
+  AttrReader root(file, f.get(), "/");
+  if (!root.has("format") || root.string("format") != kResultsFormatName) {
+    fail(file, "",
+         "not a gopt results file (expected the root attribute format = '" +
+             std::string(kResultsFormatName) + "', written by `gopt run`)");
+  }
+  auto version = root.int64("format_version");
+  if (version > kResultsFormatVersion) {
+    fail(file, "",
+         "results format version " + std::to_string(version) + " is newer than this gopt reads (" +
+             std::to_string(kResultsFormatVersion) + "); update gopt");
+  }
+  if (!has_link(f.get(), "results")) fail(file, "/results", "missing group (truncated file?)");
+  return f;
+}
+
+RunResult read_result(const std::string& file, hid_t group, const std::string& name) {
+  AttrReader a(file, group, name);
+  RunResult r;
+  r.key.workload = a.string("workload");
+  r.key.agent = a.string("agent");
+  r.key.seed = a.uint64("seed");
+  r.order = a.int64("order");
+  r.agent_type = a.string("agent_type");
+  r.learner = a.int64("learner") != 0;
+  r.held_out = a.int64("held_out") != 0;
+  r.graph = a.string("graph");
+  r.hardware = a.string("hardware");
+  r.problem_seed = a.uint64("problem_seed");
+  r.num_nodes = a.int64("num_nodes");
+  r.num_devices = static_cast<std::int32_t>(a.int64("num_devices"));
+  r.best_step_time_s = a.number("best_step_time_s");
+  r.oom = a.int64("oom") != 0;
+  r.oom_device = static_cast<std::int32_t>(a.int64("oom_device"));
+  r.lower_bound_critical_path_s = a.number("lower_bound_critical_path_s");
+  r.lower_bound_work_s = a.number("lower_bound_work_s");
+  r.bytes_moved = a.int64("bytes_moved");
+  r.wall_s = a.number("wall_s");
+  r.samples = a.int64("samples");
+  try {
+    auto options = nlohmann::json::parse(a.string("options"));
+    for (auto it = options.begin(); it != options.end(); ++it) {
+      r.options[it.key()] = it.value().get<std::string>();
+    }
+  } catch (const nlohmann::json::exception& e) {
+    fail(file, name,
+         std::string("attribute 'options': expected a JSON object of strings (") + e.what() + ")");
+  }
+  if (has_link(group, "decision")) {
+    Handle d = check(H5Gopen2(group, "decision", H5P_DEFAULT), H5Gclose, file, name + "/decision",
+                     "cannot open the group");
+    std::string dn = name + "/decision";
+    if (has_link(d.get(), "placement")) {
+      r.decision.placement =
+          read_dataset<std::int32_t>(file, d.get(), dn, "placement", H5T_NATIVE_INT32);
+    }
+    if (has_link(d.get(), "priority")) {
+      r.decision.priority =
+          read_dataset<std::int32_t>(file, d.get(), dn, "priority", H5T_NATIVE_INT32);
+    }
+    if (has_link(d.get(), "fusion")) {
+      r.decision.fusion = read_dataset<std::int32_t>(file, d.get(), dn, "fusion", H5T_NATIVE_INT32);
+    }
+  }
+  {
+    Handle d = check(H5Gopen2(group, "devices", H5P_DEFAULT), H5Gclose, file, name + "/devices",
+                     "missing group (truncated file?)");
+    std::string dn = name + "/devices";
+    r.device_busy_s = read_dataset<double>(file, d.get(), dn, "busy_s", H5T_NATIVE_DOUBLE);
+    r.device_peak_memory_bytes =
+        read_dataset<std::int64_t>(file, d.get(), dn, "peak_memory_bytes", H5T_NATIVE_INT64);
+  }
+  if (has_link(group, "learning_curve")) {
+    Handle c = check(H5Gopen2(group, "learning_curve", H5P_DEFAULT), H5Gclose, file,
+                     name + "/learning_curve", "cannot open the group");
+    std::string cn = name + "/learning_curve";
+    auto step = read_dataset<std::int64_t>(file, c.get(), cn, "step", H5T_NATIVE_INT64);
+    auto samples = read_dataset<std::int64_t>(file, c.get(), cn, "samples", H5T_NATIVE_INT64);
+    auto best = read_dataset<double>(file, c.get(), cn, "best_step_time_s", H5T_NATIVE_DOUBLE);
+    auto mean = read_dataset<double>(file, c.get(), cn, "mean_step_time_s", H5T_NATIVE_DOUBLE);
+    auto wall = read_dataset<double>(file, c.get(), cn, "wall_s", H5T_NATIVE_DOUBLE);
+    if (samples.size() != step.size() || best.size() != step.size() || mean.size() != step.size() ||
+        wall.size() != step.size()) {
+      fail(file, cn, "datasets of different lengths");
+    }
+    for (std::size_t i = 0; i < step.size(); ++i) {
+      r.learning_curve.push_back({step[i], samples[i], best[i], mean[i], wall[i]});
+    }
+  }
+  return r;
+}
+
+RunMetadata read_metadata(const std::string& file, hid_t f) {
+  AttrReader a(file, f, "/");
+  // A run killed between creating the file and writing its attributes leaves them absent.
+  auto text = [&](const char* key) { return a.has(key) ? a.string(key) : std::string(); };
+  RunMetadata m;
+  m.experiment = text("experiment");
+  m.table = text("table");
+  m.config_source = text("config_source");
+  m.config_yaml = text("config");
+  m.gopt_version = text("gopt_version");
+  m.git_revision = text("git_revision");
+  m.host = text("host");
+  m.start_time = text("start_time");
+  return m;
+}
+
+}  // namespace
+
+std::string result_group_name(const ResultKey& key) {
+  return key.workload + ":" + key.agent + ":" + std::to_string(key.seed);
+}
+
+struct Hdf5Sink::Impl {
+  std::filesystem::path path;
+  std::string file;  // path as text, for messages
+  std::mutex mutex;
+  Handle handle;
+  Handle results;
+  std::vector<ResultKey> existing;
+  std::string existing_config;
+
+  void flush() {
+    if (H5Fflush(handle.get(), H5F_SCOPE_GLOBAL) < 0) {
+      fail(file, "", "cannot flush the file (disk full?)");
+    }
+  }
+};
+
+Hdf5Sink::Hdf5Sink(std::filesystem::path path, Hdf5SinkOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  silence_hdf5();
+  impl_->path = std::move(path);
+  impl_->file = impl_->path.string();
+  const std::string& file = impl_->file;
+  std::error_code ec;
+  const bool exists = std::filesystem::exists(impl_->path, ec);
+  if (exists && options.open_mode == OpenMode::kCreate) {
+    fail(file, "",
+         "the results file exists; continue it with --resume, or replace it with --overwrite");
+  }
+  if (exists && options.open_mode == OpenMode::kResume) {
+    impl_->handle = open_results(file, H5F_ACC_RDWR);
+    impl_->results = check(H5Gopen2(impl_->handle.get(), "results", H5P_DEFAULT), H5Gclose, file,
+                           "/results", "cannot open the group");
+    AttrReader root(file, impl_->handle.get(), "/");
+    if (root.has("config")) impl_->existing_config = root.string("config");
+    for (const auto& name : member_names(impl_->results.get())) {
+      Handle g(H5Gopen2(impl_->results.get(), name.c_str(), H5P_DEFAULT), H5Gclose);
+      bool complete = false;
+      ResultKey key;
+      if (g.valid()) {
+        AttrReader a(file, g.get(), "/results/" + name);
+        try {
+          complete = a.has("complete") && a.int64("complete") == 1;
+          if (complete) key = {a.string("workload"), a.string("agent"), a.uint64("seed")};
+        } catch (const core::InputError&) {
+          complete = false;
+        }
+      }
+      g.reset();
+      if (complete) {
+        impl_->existing.push_back(key);
+      } else if (H5Ldelete(impl_->results.get(), name.c_str(), H5P_DEFAULT) < 0) {
+        fail(file, "/results/" + name, "cannot remove an incomplete result");
+      }
+    }
+    impl_->flush();
+    return;
+  }
+  if (impl_->path.has_parent_path()) {
+    std::filesystem::create_directories(impl_->path.parent_path(), ec);
+    if (ec) fail(file, "", "cannot create the directory (" + ec.message() + ")");
+  }
+  impl_->handle = check(H5Fcreate(file.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose,
+                        file, "", "cannot create the HDF5 file (directory writable?)");
+  Writer root(file, impl_->handle.get(), "/");
+  root.attr("format", std::string(kResultsFormatName));
+  root.attr("format_version", kResultsFormatVersion);
+  impl_->results =
+      check(H5Gcreate2(impl_->handle.get(), "results", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+            H5Gclose, file, "/results", "cannot create the group");
+  impl_->flush();
+}
+
+Hdf5Sink::~Hdf5Sink() {
+  try {
+    close();
+  } catch (...) {
+    // Destructors must not throw; close() errors were reported by an explicit close().
+  }
+}
+
+const std::vector<ResultKey>& Hdf5Sink::existing() const { return impl_->existing; }
+const std::string& Hdf5Sink::existing_config() const { return impl_->existing_config; }
+const std::filesystem::path& Hdf5Sink::path() const { return impl_->path; }
+
+void Hdf5Sink::begin(const RunMetadata& m) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  if (!impl_->handle.valid()) fail(impl_->file, "", "the results file is closed");
+  silence_hdf5();
+  Writer root(impl_->file, impl_->handle.get(), "/");
+  AttrReader existing(impl_->file, impl_->handle.get(), "/");
+  if (!existing.has("start_time")) root.attr("start_time", m.start_time);
+  root.attr("last_start_time", m.start_time);
+  root.attr("experiment", m.experiment);
+  root.attr("table", m.table);
+  root.attr("config_source", m.config_source);
+  root.attr("config", m.config_yaml);
+  root.attr("gopt_version", m.gopt_version);
+  root.attr("git_revision", m.git_revision);
+  root.attr("host", m.host);
+  impl_->flush();
+}
+
+void Hdf5Sink::write(const RunResult& r) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  const std::string& file = impl_->file;
+  if (!impl_->handle.valid()) fail(file, "", "the results file is closed");
+  silence_hdf5();
+  const std::string name = result_group_name(r.key);
+  const std::string object = "/results/" + name;
+  hid_t results = impl_->results.get();
+  if (has_link(results, name.c_str())) H5Ldelete(results, name.c_str(), H5P_DEFAULT);
+  Handle g = check(H5Gcreate2(results, name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                   H5Gclose, file, object, "cannot create the result group");
+  Writer w(file, g.get(), object);
+  w.attr("workload", r.key.workload);
+  w.attr("agent", r.key.agent);
+  w.attr("seed", r.key.seed);
+  w.attr("order", r.order);
+  w.attr("agent_type", r.agent_type);
+  w.attr("learner", r.learner);
+  w.attr("held_out", r.held_out);
+  w.attr("graph", r.graph);
+  w.attr("hardware", r.hardware);
+  w.attr("problem_seed", r.problem_seed);
+  w.attr("num_nodes", r.num_nodes);
+  w.attr("num_devices", static_cast<std::int64_t>(r.num_devices));
+  w.attr("best_step_time_s", r.best_step_time_s);
+  w.attr("oom", r.oom);
+  w.attr("oom_device", static_cast<std::int64_t>(r.oom_device));
+  w.attr("lower_bound_critical_path_s", r.lower_bound_critical_path_s);
+  w.attr("lower_bound_work_s", r.lower_bound_work_s);
+  w.attr("bytes_moved", r.bytes_moved);
+  w.attr("wall_s", r.wall_s);
+  w.attr("samples", r.samples);
+  w.attr("options", nlohmann::json(r.options).dump());
+
+  auto group = [&](const char* sub) {
+    return check(H5Gcreate2(g.get(), sub, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose, file,
+                 object + "/" + sub, "cannot create the group");
+  };
+  if (r.decision.placement || r.decision.priority || r.decision.fusion) {
+    Handle d = group("decision");
+    Writer dw(file, d.get(), object + "/decision");
+    if (r.decision.placement) {
+      dw.dataset("placement", *r.decision.placement, H5T_STD_I32LE, H5T_NATIVE_INT32);
+    }
+    if (r.decision.priority) {
+      dw.dataset("priority", *r.decision.priority, H5T_STD_I32LE, H5T_NATIVE_INT32);
+    }
+    if (r.decision.fusion)
+      dw.dataset("fusion", *r.decision.fusion, H5T_STD_I32LE, H5T_NATIVE_INT32);
+  }
+  {
+    Handle d = group("devices");
+    Writer dw(file, d.get(), object + "/devices");
+    dw.dataset("busy_s", r.device_busy_s, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE);
+    dw.dataset("peak_memory_bytes", r.device_peak_memory_bytes, H5T_STD_I64LE, H5T_NATIVE_INT64);
+  }
+  if (r.learner) {
+    Handle c = group("learning_curve");
+    Writer cw(file, c.get(), object + "/learning_curve");
+    std::vector<std::int64_t> step;
+    std::vector<std::int64_t> samples;
+    std::vector<double> best;
+    std::vector<double> mean;
+    std::vector<double> wall;
+    for (const auto& p : r.learning_curve) {
+      step.push_back(p.step);
+      samples.push_back(p.samples);
+      best.push_back(p.best_step_time_s);
+      mean.push_back(p.mean_step_time_s);
+      wall.push_back(p.wall_s);
+    }
+    cw.dataset("step", step, H5T_STD_I64LE, H5T_NATIVE_INT64);
+    cw.dataset("samples", samples, H5T_STD_I64LE, H5T_NATIVE_INT64);
+    cw.dataset("best_step_time_s", best, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE);
+    cw.dataset("mean_step_time_s", mean, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE);
+    cw.dataset("wall_s", wall, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE);
+  }
+  // Written last: a group without it was interrupted mid-write and is not a result.
+  w.attr("complete", static_cast<std::int64_t>(1));
+  g.reset();
+  impl_->flush();
+}
+
+void Hdf5Sink::close() {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  if (!impl_->handle.valid()) return;
+  impl_->results.reset();
+  impl_->flush();
+  impl_->handle.reset();
+}
+
+ResultsFile read_results_file(const std::filesystem::path& path) {
+  const std::string file = path.string();
+  Handle f = open_results(file, H5F_ACC_RDONLY);
+  ResultsFile out;
+  out.path = file;
+  out.metadata = read_metadata(file, f.get());
+  Handle results = check(H5Gopen2(f.get(), "results", H5P_DEFAULT), H5Gclose, file, "/results",
+                         "cannot open the group (truncated file?)");
+  for (const auto& name : member_names(results.get())) {
+    std::string object = "/results/" + name;
+    Handle g = check(H5Gopen2(results.get(), name.c_str(), H5P_DEFAULT), H5Gclose, file, object,
+                     "cannot open the result group (truncated file?)");
+    AttrReader a(file, g.get(), object);
+    if (!a.has("complete") || a.int64("complete") != 1) {
+      ++out.incomplete;
+      continue;
+    }
+    out.results.push_back(read_result(file, g.get(), object));
+  }
+  std::stable_sort(out.results.begin(), out.results.end(),
+                   [](const RunResult& a, const RunResult& b) {
+                     return a.order != b.order ? a.order < b.order : a.key < b.key;
+                   });
+  return out;
+}
+
+}  // namespace gopt::experiments

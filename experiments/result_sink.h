@@ -1,0 +1,109 @@
+// Results of an experiment and where they go. The runner hands every finished
+// (workload, agent, seed) result to a ResultSink: the HDF5 file (hdf5_sink.h, the main
+// one, schema in docs/results-format.md) or the console. Sinks are reporters behind one
+// interface, as google/benchmark's reporters.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "agents/agent.h"
+#include "core/decision.h"
+
+namespace gopt::experiments {
+
+/// Identifies one result: a workload label, an agent label and a seed (labels as in the
+/// config).
+struct ResultKey {
+  std::string workload;
+  std::string agent;
+  std::uint64_t seed = 0;
+
+  [[nodiscard]] bool operator<(const ResultKey& o) const;
+  [[nodiscard]] bool operator==(const ResultKey& o) const;
+  /// "wavenet_2 / hdp / seed 1", for messages.
+  [[nodiscard]] std::string text() const;
+};
+
+/// Everything recorded for one (workload, agent, seed).
+struct RunResult {
+  ResultKey key;
+  std::int64_t order = 0;          ///< position of the job in the config's job list
+  std::string agent_type;          ///< registry name ("hdp")
+  bool learner = false;            ///< the agent trained on the problem
+  bool held_out = false;           ///< the workload is a held-out graph
+  std::string graph;               ///< the workload's graph argument (suite name or path)
+  std::string hardware;            ///< cluster name
+  std::uint64_t problem_seed = 0;  ///< the seed the agent saw (mix of seed, workload, agent)
+  std::int64_t num_nodes = 0;
+  std::int32_t num_devices = 0;
+  double best_step_time_s = 0;  ///< simulated step time of the agent's decision, seconds
+  bool oom = false;             ///< that decision ran out of memory
+  std::int32_t oom_device = -1;
+  double lower_bound_critical_path_s = 0;  ///< seconds
+  double lower_bound_work_s = 0;           ///< seconds
+  std::int64_t bytes_moved = 0;            ///< bytes between devices in one step
+  double wall_s = 0;                       ///< wall-clock seconds of the whole job
+  std::int64_t samples = 0;                ///< simulations used (training + final evaluation)
+  core::Decision decision;
+  std::vector<double> device_busy_s;                       ///< per device, seconds
+  std::vector<std::int64_t> device_peak_memory_bytes;      ///< per device, bytes
+  std::vector<agents::LearningCurvePoint> learning_curve;  ///< one point per update
+  std::map<std::string, std::string> options;  ///< the agent's options as given in the config
+};
+
+/// Facts about a run, written once when it starts (file attributes in HDF5).
+struct RunMetadata {
+  std::string experiment;     ///< config `name`
+  std::string table;          ///< config `table`
+  std::string config_source;  ///< config file path
+  std::string config_yaml;    ///< resolved config text (after --set)
+  std::string gopt_version;
+  std::string git_revision;
+  std::string host;
+  std::string start_time;  ///< ISO 8601, UTC
+};
+
+/// Receives results as they finish. Calls come from one thread at a time (the runner
+/// serialises them); a sink must make each result durable before write() returns.
+class ResultSink {
+ public:
+  virtual ~ResultSink() = default;
+  ResultSink(const ResultSink&) = delete;
+  ResultSink& operator=(const ResultSink&) = delete;
+
+  /// Called once before any result.
+  virtual void begin(const RunMetadata& metadata) = 0;
+  /// One finished result.
+  virtual void write(const RunResult& result) = 0;
+
+ protected:
+  ResultSink() = default;
+};
+
+/// Prints one line per result ("wavenet_2  hdp  seed 1  step 12.3 ms  [OOM]").
+class ConsoleSink final : public ResultSink {
+ public:
+  explicit ConsoleSink(std::ostream& out) : out_(out) {}
+  void begin(const RunMetadata& metadata) override;
+  void write(const RunResult& result) override;
+
+ private:
+  std::ostream& out_;
+};
+
+/// Forwards to several sinks in order.
+class TeeSink final : public ResultSink {
+ public:
+  explicit TeeSink(std::vector<ResultSink*> sinks) : sinks_(std::move(sinks)) {}
+  void begin(const RunMetadata& metadata) override;
+  void write(const RunResult& result) override;
+
+ private:
+  std::vector<ResultSink*> sinks_;
+};
+
+}  // namespace gopt::experiments

@@ -1,0 +1,223 @@
+// `gopt run CONFIG [--out FILE] [--set path.to.key=value ...] [--resume] [--overwrite]
+//           [--jobs N]`: runs an experiment config (docs/config.md) and writes its results
+// to HDF5 (docs/results-format.md).
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <csignal>
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "core/errors.h"
+#include "experiments/cli.h"
+#include "experiments/config.h"
+#include "experiments/hdf5_sink.h"
+#include "experiments/runner.h"
+#include "experiments/version.h"
+
+namespace gopt::experiments {
+namespace {
+
+/// Exit status of a run stopped by Ctrl-C (128 + SIGINT, as shells report it).
+constexpr int kExitInterrupted = 130;
+
+// The one global of gopt: set by the SIGINT/SIGTERM handler, read by the runner between
+// jobs and between training updates. A signal handler can reach nothing else; a lock-free
+// atomic is async-signal-safe.
+std::atomic<bool> g_stop_requested{false};
+static_assert(std::atomic<bool>::is_always_lock_free, "signal handlers need a lock-free flag");
+
+extern "C" void request_stop(int /*signal*/) { g_stop_requested.store(true); }
+
+// Installs the handler for the lifetime of a run; the first signal stops cleanly, the
+// second (SA_RESETHAND restores the default action) kills at once.
+class StopOnSignal {
+ public:
+  StopOnSignal() {
+    g_stop_requested.store(false);
+    struct sigaction action {};
+    action.sa_handler = request_stop;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESETHAND;
+    sigaction(SIGINT, &action, &old_int_);
+    sigaction(SIGTERM, &action, &old_term_);
+  }
+  ~StopOnSignal() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  StopOnSignal(const StopOnSignal&) = delete;
+  StopOnSignal& operator=(const StopOnSignal&) = delete;
+
+ private:
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+};
+
+struct RunArgs {
+  std::string config;
+  std::string out;
+  std::vector<std::string> sets;
+  bool resume = false;
+  bool overwrite = false;
+  int jobs = 1;
+  double heartbeat_s = 30;
+};
+
+std::string utc_now() {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
+}
+
+std::string quote(const std::string& s) {
+  if (s.find_first_of(" '\"$\\") == std::string::npos) return s;
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+int run_experiment_command(const RunArgs& args, CliContext& ctx) {
+  if (args.resume && args.overwrite) {
+    ctx.err << "gopt: error: --resume and --overwrite exclude each other\n";
+    return kExitUsage;
+  }
+  ExperimentConfig config = load_config(args.config, ConfigLoadOptions().with_overrides(args.sets));
+  const std::string out = args.out.empty() ? config.output : args.out;
+
+  // `--out -`: no file, one line per result on stdout (a dry look at a config).
+  const bool console_only = out == "-";
+  if (console_only && args.resume) {
+    ctx.err << "gopt: error: --resume needs a results file, not --out -\n";
+    return kExitUsage;
+  }
+  OpenMode mode =
+      args.resume ? OpenMode::kResume : (args.overwrite ? OpenMode::kOverwrite : OpenMode::kCreate);
+  std::error_code ec;
+  const bool new_file =
+      !console_only && (mode == OpenMode::kOverwrite || !std::filesystem::exists(out, ec));
+  std::unique_ptr<Hdf5Sink> file;
+  ConsoleSink console(ctx.out);
+  if (!console_only) file = std::make_unique<Hdf5Sink>(out, Hdf5SinkOptions().mode(mode));
+  ResultSink& sink = console_only ? static_cast<ResultSink&>(console) : *file;
+  if (file && args.resume && !file->existing_config().empty() &&
+      file->existing_config() != config.resolved_yaml) {
+    ctx.err << "gopt: warning: the config differs from the one stored in " << out
+            << "; keeping its finished results whose (workload, agent, seed) are still in the "
+               "config and storing the new config\n";
+  }
+
+  RunMetadata metadata;
+  metadata.experiment = config.name;
+  metadata.table = config.table;
+  metadata.config_source = config.source;
+  metadata.config_yaml = config.resolved_yaml;
+  metadata.gopt_version = std::string(version());
+  metadata.git_revision = std::string(git_revision());
+  metadata.host = host_name();
+  metadata.start_time = utc_now();
+
+  const bool live = &ctx.err == &std::cerr && isatty(STDERR_FILENO) != 0;
+  RunnerOptions options;
+  options.parallel_jobs(args.jobs)
+      .progress_to(ctx.err, live)
+      .heartbeat_every(args.heartbeat_s)
+      .stop_flag(g_stop_requested)
+      .skip(file ? file->existing() : std::vector<ResultKey>{})
+      .with_metadata(metadata);
+
+  RunSummary summary;
+  try {
+    StopOnSignal stop_on_signal;
+    summary = run_experiment(config, sink, options);
+  } catch (...) {
+    // A run that failed before finishing any result (a workload or profile that does not
+    // load) leaves no empty file behind, so that rerunning needs no --overwrite.
+    if (new_file) {
+      file->close();
+      try {
+        if (read_results_file(out).results.empty()) std::filesystem::remove(out, ec);
+      } catch (const core::Error&) {
+        // keep whatever is there
+      }
+    }
+    throw;
+  }
+  if (file) file->close();
+
+  ctx.out << config.name << ": " << summary.completed
+          << (console_only ? " results (not saved: --out -)" : " new results written to " + out);
+  if (summary.already_done > 0) ctx.out << " (" << summary.already_done << " were there)";
+  ctx.out << "\n";
+  if (summary.planned > 0) {
+    ctx.out << summary.planned << " jobs skipped: their agents are planned, not implemented\n";
+  }
+  std::string again = "gopt run " + quote(args.config) + " --out " + quote(out);
+  for (const auto& s : args.sets) again += " --set " + quote(s);
+  again += " --resume";
+  if (!summary.failures.empty()) {
+    ctx.err << "gopt: error: " << summary.failures.size() << " jobs failed:\n";
+    for (const auto& f : summary.failures) ctx.err << "  " << f << "\n";
+    if (!console_only) ctx.err << "retry them with: " << again << "\n";
+    return kExitInputError;
+  }
+  if (summary.interrupted) {
+    ctx.err << "gopt: interrupted";
+    if (!console_only)
+      ctx.err << "; finished results are in " << out << "; continue with: " << again;
+    ctx.err << "\n";
+    return kExitInterrupted;
+  }
+  if (!console_only) ctx.out << "tables: gopt table " << quote(out) << "\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app, CliContext& context) {
+  auto args = std::make_shared<RunArgs>();
+  auto* cmd = app.add_subcommand(
+      "run",
+      "Run an experiment config (docs/config.md): every (workload, agent, seed), results to\n"
+      "HDF5 as they finish (docs/results-format.md). Ctrl-C stops cleanly (exit 130);\n"
+      "--resume continues.");
+  cmd->add_option("config", args->config, "Experiment config (YAML)")->required();
+  cmd->add_option("--out,-o", args->out,
+                  "Results file (HDF5); default: the config's 'output' (results/<name>.h5); "
+                  "'-': print results to stdout, save nothing");
+  cmd->add_option("--set", args->sets,
+                  "Override a config field: path.to.key=value (value in YAML; lists are "
+                  "indexed by position or entry name, e.g. agents.hdp.budget.steps=20)")
+      ->allow_extra_args(false);
+  cmd->add_flag("--resume", args->resume,
+                "Continue an existing results file: skip the results it already holds");
+  cmd->add_flag("--overwrite", args->overwrite, "Replace an existing results file");
+  cmd->add_option("--jobs,-j", args->jobs, "Jobs to run in parallel threads")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--heartbeat", args->heartbeat_s,
+                  "Without a terminal: print a status line when nothing finished for this many "
+                  "seconds")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->callback([&context, args] {
+    context.action = [&context, args] { return run_experiment_command(*args, context); };
+  });
+}
+
+}  // namespace gopt::experiments

@@ -1,0 +1,472 @@
+#include "experiments/runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <ostream>
+#include <set>
+#include <thread>
+
+#include "agents/environment.h"
+#include "agents/registry.h"
+#include "core/compiled_graph.h"
+#include "core/errors.h"
+#include "core/rng.h"
+#include "core/units.h"
+#include "datasets/workload_registry.h"
+#include "hardware/cost_model.h"
+#include "hardware/profile.h"
+
+namespace gopt::experiments {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::uint64_t fnv1a(const std::string& s) {
+  std::uint64_t h = 14695981039346656037ULL;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+std::string clock_text(double seconds) {
+  auto s = static_cast<long long>(seconds + 0.5);
+  char buf[32];
+  if (s >= 3600) {
+    std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", s / 3600, (s / 60) % 60, s % 60);
+  } else {
+    std::snprintf(buf, sizeof buf, "%lld:%02lld", s / 60, s % 60);
+  }
+  return buf;
+}
+
+struct Job {
+  ResultKey key;
+  std::int64_t order = 0;
+  const WorkloadConfig* workload = nullptr;
+  const AgentConfig* agent = nullptr;
+};
+
+// Thrown from the training observer when the stop flag is set: unwinds out of an
+// agent's train() loop between two policy updates.
+struct Interrupted {};
+
+// The progress display: a live bar redrawn a few times a second on a terminal, or plain
+// lines (one per finished job, plus a heartbeat) otherwise. A thread of its own redraws
+// so that elapsed time and ETA move while a long job runs.
+class Progress {
+ public:
+  // `job_agents`: the agent label of every job to run, in job order (for the ETA).
+  Progress(std::ostream* out, bool live, double heartbeat_s, std::vector<std::string> job_agents,
+           int workers)
+      : out_(out),
+        live_(live),
+        heartbeat_s_(heartbeat_s),
+        total_(static_cast<std::int64_t>(job_agents.size())),
+        job_agents_(std::move(job_agents)),
+        started_(job_agents_.size(), false),
+        running_(static_cast<std::size_t>(workers)) {
+    if (out_ && total_ > 0) thread_ = std::thread([this] { loop(); });
+  }
+  ~Progress() { stop(); }
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
+
+  void stop() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (stopping_) return;
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+    if (out_ && live_ && total_ > 0) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      draw_bar();
+      *out_ << "\n";
+      out_->flush();
+    }
+  }
+
+  void started(int worker, std::size_t index, const Job& job) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    started_[index] = true;
+    auto& r = running_[static_cast<std::size_t>(worker)];
+    r.job = job.key.text();
+    r.agent = job.key.agent;
+    r.start = Clock::now();
+    r.step = 0;
+    r.max_steps = job.agent->budget.max_steps;
+    r.learner = false;
+  }
+
+  void training_step(int worker, std::int64_t step) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto& r = running_[static_cast<std::size_t>(worker)];
+    r.step = step;
+    r.learner = true;
+  }
+
+  // A finished job: a plain line in both modes (above the bar on a terminal).
+  void finished(int worker, const std::string& line) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto& r = running_[static_cast<std::size_t>(worker)];
+    auto& d = durations_[r.agent];
+    d.first += std::chrono::duration<double>(Clock::now() - r.start).count();
+    d.second += 1;
+    r = {};
+    ++done_;
+    last_line_ = Clock::now();
+    if (!out_) return;
+    if (live_) *out_ << "\r\033[K";
+    *out_ << "[" << done_ << "/" << total_ << "] " << line << "  (elapsed " << clock_text(elapsed())
+          << eta_text() << ")\n";
+    if (live_) draw_bar();
+    out_->flush();
+  }
+
+  void message(const std::string& line) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!out_) return;
+    if (live_) *out_ << "\r\033[K";
+    *out_ << line << "\n";
+    if (live_ && total_ > 0 && !stopping_) draw_bar();
+    out_->flush();
+  }
+
+ private:
+  struct Running {
+    std::string job;
+    std::string agent;
+    Clock::time_point start;
+    std::int64_t step = 0;
+    std::int64_t max_steps = 0;
+    bool learner = false;
+  };
+
+  double elapsed() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+
+  // Fraction done, counting learners' completed updates within their budget.
+  double fraction() const {
+    double units = static_cast<double>(done_);
+    for (const auto& r : running_) {
+      if (r.learner && r.max_steps > 0) {
+        units += std::min(1.0, static_cast<double>(r.step) / static_cast<double>(r.max_steps));
+      }
+    }
+    return total_ > 0 ? units / static_cast<double>(total_) : 1.0;
+  }
+
+  // Expected seconds of a job of `agent`: the mean of its finished jobs, else of all
+  // finished jobs; negative when nothing finished yet.
+  double expected_s(const std::string& agent) const {
+    auto it = durations_.find(agent);
+    if (it != durations_.end() && it->second.second > 0) {
+      return it->second.first / static_cast<double>(it->second.second);
+    }
+    double sum = 0;
+    std::int64_t n = 0;
+    for (const auto& [name, d] : durations_) {
+      sum += d.first;
+      n += d.second;
+    }
+    return n > 0 ? sum / static_cast<double>(n) : -1;
+  }
+
+  // Remaining time: expected durations of the jobs not started, plus what is left of the
+  // running ones, spread over the workers.
+  std::string eta_text() const {
+    if (done_ >= total_ || durations_.empty()) return "";
+    double remaining = 0;
+    for (std::size_t i = 0; i < job_agents_.size(); ++i) {
+      if (!started_[i]) remaining += expected_s(job_agents_[i]);
+    }
+    for (const auto& r : running_) {
+      if (r.job.empty()) continue;
+      double expected = expected_s(r.agent);
+      double so_far = std::chrono::duration<double>(Clock::now() - r.start).count();
+      if (r.learner && r.max_steps > 0 && r.step > 0) {
+        expected = so_far * static_cast<double>(r.max_steps) / static_cast<double>(r.step);
+      }
+      remaining += std::max(0.0, expected - so_far);
+    }
+    return ", ETA " + clock_text(remaining / static_cast<double>(running_.size()));
+  }
+
+  void draw_bar() {
+    constexpr int kWidth = 24;
+    double f = fraction();
+    int filled = static_cast<int>(f * kWidth);
+    std::string bar(static_cast<std::size_t>(filled), '#');
+    bar.append(static_cast<std::size_t>(kWidth - filled), '.');
+    *out_ << "\r\033[K[" << bar << "] " << done_ << "/" << total_ << "  elapsed "
+          << clock_text(elapsed()) << eta_text();
+    for (const auto& r : running_) {
+      if (r.job.empty()) continue;
+      *out_ << "  | " << r.job;
+      if (r.learner) *out_ << " step " << r.step << "/" << r.max_steps;
+    }
+    out_->flush();
+  }
+
+  void loop() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    const auto period = live_ ? std::chrono::milliseconds(250) : std::chrono::milliseconds(1000);
+    while (!stopping_) {
+      cv_.wait_for(lock, period);
+      if (stopping_) break;
+      if (live_) {
+        draw_bar();
+      } else if (std::chrono::duration<double>(Clock::now() - last_line_).count() >= heartbeat_s_) {
+        *out_ << "[" << done_ << "/" << total_ << "] running";
+        for (const auto& r : running_) {
+          if (r.job.empty()) continue;
+          *out_ << "  " << r.job;
+          if (r.learner) *out_ << " (step " << r.step << "/" << r.max_steps << ")";
+        }
+        *out_ << "  (elapsed " << clock_text(elapsed()) << eta_text() << ")\n";
+        out_->flush();
+        last_line_ = Clock::now();
+      }
+    }
+  }
+
+  std::ostream* out_;
+  bool live_;
+  double heartbeat_s_;
+  std::int64_t total_;
+  std::int64_t done_ = 0;
+  std::vector<std::string> job_agents_;
+  std::vector<bool> started_;
+  std::vector<Running> running_;
+  std::map<std::string, std::pair<double, std::int64_t>> durations_;  // agent: seconds, jobs
+  Clock::time_point start_ = Clock::now();
+  Clock::time_point last_line_ = Clock::now();
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+// Records the learning curve, feeds the progress display, and stops training when the
+// stop flag is set.
+class CurveRecorder final : public agents::TrainingObserver {
+ public:
+  CurveRecorder(std::vector<agents::LearningCurvePoint>& curve, Progress& progress, int worker,
+                const std::atomic<bool>* stop)
+      : curve_(curve), progress_(progress), worker_(worker), stop_(stop) {}
+  void on_training_step(const agents::LearningCurvePoint& point) override {
+    curve_.push_back(point);
+    progress_.training_step(worker_, point.step);
+    if (stop_ && stop_->load()) throw Interrupted{};
+  }
+
+ private:
+  std::vector<agents::LearningCurvePoint>& curve_;
+  Progress& progress_;
+  int worker_;
+  const std::atomic<bool>* stop_;
+};
+
+// Read-only data every job of a run shares.
+struct Shared {
+  const ExperimentConfig& config;
+  agents::AgentRegistry registry;
+  hardware::Cluster cluster;
+  std::unique_ptr<hardware::RooflineCostModel> cost;
+  std::map<std::string, core::CompiledGraph> graphs;  // by workload label
+};
+
+RunResult run_job(const Shared& shared, const Job& job, CurveRecorder& recorder) {
+  const auto start = Clock::now();
+  const core::CompiledGraph& graph = shared.graphs.at(job.workload->name);
+  RunResult r;
+  r.key = job.key;
+  r.order = job.order;
+  r.agent_type = job.agent->type;
+  r.held_out = job.workload->held_out;
+  r.graph = job.workload->graph;
+  r.hardware = shared.cluster.name();
+  r.problem_seed = job_seed(job.key.seed, job.key.workload, job.key.agent);
+  r.num_nodes = graph.num_nodes();
+  r.num_devices = shared.cluster.num_devices();
+  r.options = job.agent->options;
+
+  auto agent = shared.registry.create(job.agent->type, job.agent->options, shared.config.source);
+  agents::Problem problem{graph, shared.cluster, *shared.cost, r.problem_seed};
+  agents::Environment env(problem);
+  r.learner = agent->is_learner();
+  if (r.learner) agent->train(env, job.agent->budget, &recorder);
+  r.decision = agent->propose(problem);
+  auto evaluation = env.evaluate(r.decision);
+  const auto& sim = env.last_result();
+  r.best_step_time_s = evaluation.step_time_s;
+  r.oom = evaluation.oom;
+  r.oom_device = evaluation.oom_device;
+  r.lower_bound_critical_path_s = sim.lower_bound_critical_path_s;
+  r.lower_bound_work_s = sim.lower_bound_work_s;
+  r.bytes_moved = sim.bytes_moved;
+  for (const auto& d : sim.devices) {
+    r.device_busy_s.push_back(d.busy_s);
+    r.device_peak_memory_bytes.push_back(d.peak_memory_bytes);
+  }
+  r.samples = env.samples();
+  r.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
+  return r;
+}
+
+std::string result_line(const RunResult& r) {
+  std::string s = r.key.text() + ": " + core::format_seconds(r.best_step_time_s);
+  if (r.oom) s += " [OOM]";
+  return s + " in " + core::format_seconds(r.wall_s);
+}
+
+}  // namespace
+
+std::uint64_t job_seed(std::uint64_t seed, const std::string& workload, const std::string& agent) {
+  return core::mix_seed(core::mix_seed(seed, fnv1a(workload)), fnv1a(agent));
+}
+
+RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
+                          const RunnerOptions& options) {
+  const auto start = Clock::now();
+  RunSummary summary;
+  std::set<ResultKey> done(options.done.begin(), options.done.end());
+  auto say = [&](const std::string& line) {
+    if (options.progress) *options.progress << line << "\n" << std::flush;
+  };
+
+  // The job list in config order: workload-major, then agent, then seed.
+  std::vector<Job> jobs;
+  std::int64_t order = 0;
+  std::set<std::string> planned_said;
+  for (const auto& w : config.workloads) {
+    for (const auto& a : config.agents) {
+      for (auto seed : config.seeds) {
+        ++summary.total;
+        Job job{{w.name, a.name, seed}, order++, &w, &a};
+        if (a.planned) {
+          ++summary.planned;
+          continue;
+        }
+        if (done.count(job.key)) {
+          ++summary.already_done;
+          continue;
+        }
+        jobs.push_back(job);
+      }
+    }
+  }
+  for (const auto& a : config.agents) {
+    if (!a.planned || !planned_said.insert(a.type).second) continue;
+    std::string description;
+    for (const auto& p : planned_agents()) {
+      if (p.name == a.type) description = p.description;
+    }
+    say("gopt: skipping agent '" + a.name + "' (" + a.type + ": " + description +
+        "): planned, not implemented in this build yet");
+  }
+  for (const auto& b : config.validation.backends) {
+    say("gopt: skipping simulator validation on backend '" + b +
+        "': planned, not implemented in this build yet");
+  }
+  if (summary.already_done > 0) {
+    say("gopt: resuming: " + std::to_string(summary.already_done) + " of " +
+        std::to_string(summary.total) + " results are already in the file");
+  }
+
+  Shared shared{config, {}, hardware::load_profile(config.hardware), nullptr, {}};
+  agents::register_builtin_agents(shared.registry);
+  shared.cost = std::make_unique<hardware::RooflineCostModel>(shared.cluster);
+  datasets::WorkloadRegistry workloads;
+  datasets::register_builtin_workloads(workloads);
+  for (const auto& w : config.workloads) {
+    bool needed =
+        std::any_of(jobs.begin(), jobs.end(), [&](const Job& j) { return j.workload == &w; });
+    if (!needed) continue;
+    datasets::LoadOptions load;
+    load.overrides = w.overrides;
+    load.onnx_batch = w.onnx_batch;
+    load.onnx_training = w.onnx_training;
+    shared.graphs.emplace(
+        w.name, core::CompiledGraph::compile(datasets::load_graph(w.graph, workloads, load)));
+  }
+
+  sink.begin(options.metadata);
+  if (jobs.empty()) {
+    summary.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
+    return summary;
+  }
+
+  const int workers = std::max(1, std::min(options.jobs, static_cast<int>(jobs.size())));
+  std::vector<std::string> job_agents;
+  for (const auto& j : jobs) job_agents.push_back(j.key.agent);
+  Progress progress(options.progress, options.live_bar, options.heartbeat_s, std::move(job_agents),
+                    workers);
+  std::atomic<std::size_t> next{0};
+  std::mutex sink_mutex;  // sinks see one call at a time; also guards `summary`
+  std::optional<std::string> sink_error;
+
+  auto work = [&](int worker) {
+    while (true) {
+      if (options.stop && options.stop->load()) return;
+      {
+        std::lock_guard<std::mutex> lock(sink_mutex);
+        if (sink_error) return;
+      }
+      std::size_t i = next.fetch_add(1);
+      if (i >= jobs.size()) return;
+      const Job& job = jobs[i];
+      progress.started(worker, i, job);
+      std::vector<agents::LearningCurvePoint> curve;
+      CurveRecorder recorder(curve, progress, worker, options.stop);
+      RunResult result;
+      try {
+        result = run_job(shared, job, recorder);
+      } catch (const Interrupted&) {
+        return;
+      } catch (const std::exception& e) {
+        std::lock_guard<std::mutex> lock(sink_mutex);
+        summary.failures.push_back(job.key.text() + ": " + e.what());
+        progress.finished(worker, job.key.text() + ": FAILED: " + e.what());
+        continue;
+      }
+      result.learning_curve = std::move(curve);
+      {
+        std::lock_guard<std::mutex> lock(sink_mutex);
+        try {
+          sink.write(result);
+          ++summary.completed;
+        } catch (const std::exception& e) {
+          sink_error = e.what();
+          return;
+        }
+      }
+      progress.finished(worker, result_line(result));
+    }
+  };
+
+  if (workers == 1) {
+    work(0);
+  } else {
+    std::vector<std::thread> threads;
+    for (int w = 0; w < workers; ++w) threads.emplace_back(work, w);
+    for (auto& t : threads) t.join();
+  }
+  progress.stop();
+  if (sink_error) throw core::Error("writing results: " + *sink_error);
+  summary.interrupted = options.stop && options.stop->load() &&
+                        summary.completed + static_cast<std::int64_t>(summary.failures.size()) <
+                            static_cast<std::int64_t>(jobs.size());
+  summary.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
+  return summary;
+}
+
+}  // namespace gopt::experiments

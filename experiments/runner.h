@@ -1,0 +1,84 @@
+// The experiment runner: every (workload, agent, seed) of a config as an independent job,
+// run in config order (or in parallel threads), each finished result handed to a
+// ResultSink at once. Jobs share only read-only data (compiled graphs, the cluster, the
+// cost model); each has its own Agent, Environment and Simulator, and its randomness
+// comes from (seed, workload, agent) alone, so --jobs never changes a number.
+//
+//   Hdf5Sink sink(config.output, Hdf5SinkOptions().mode(OpenMode::kResume));
+//   RunSummary s = run_experiment(config, sink,
+//                                 RunnerOptions().parallel_jobs(2).skip(sink.existing()));
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "experiments/config.h"
+#include "experiments/result_sink.h"
+
+namespace gopt::experiments {
+
+/// How to run. Defaults: one job at a time, no progress display, never interrupted.
+struct RunnerOptions {
+  int jobs = 1;                             ///< jobs run at once, each in its own thread
+  std::ostream* progress = nullptr;         ///< progress and skip messages (stderr); null: none
+  bool live_bar = false;                    ///< redraw one bar line (a terminal) instead of lines
+  double heartbeat_s = 30;                  ///< plain mode: a status line when nothing finished
+                                            ///< for this many seconds
+  const std::atomic<bool>* stop = nullptr;  ///< set (by a SIGINT handler) to stop cleanly
+  std::vector<ResultKey> done;              ///< results that exist already (--resume): skipped
+  RunMetadata metadata;                     ///< handed to the sink's begin()
+
+  RunnerOptions& parallel_jobs(int n) {
+    jobs = n;
+    return *this;
+  }
+  RunnerOptions& progress_to(std::ostream& out, bool live) {
+    progress = &out;
+    live_bar = live;
+    return *this;
+  }
+  RunnerOptions& heartbeat_every(double seconds) {
+    heartbeat_s = seconds;
+    return *this;
+  }
+  RunnerOptions& stop_flag(const std::atomic<bool>& flag) {
+    stop = &flag;
+    return *this;
+  }
+  RunnerOptions& skip(std::vector<ResultKey> keys) {
+    done = std::move(keys);
+    return *this;
+  }
+  RunnerOptions& with_metadata(RunMetadata m) {
+    metadata = std::move(m);
+    return *this;
+  }
+};
+
+/// What a run did.
+struct RunSummary {
+  std::int64_t total = 0;             ///< jobs in the config (planned agents included)
+  std::int64_t already_done = 0;      ///< skipped because the sink had them (--resume)
+  std::int64_t planned = 0;           ///< skipped: their agent is planned, not implemented
+  std::int64_t completed = 0;         ///< written to the sink by this run
+  std::vector<std::string> failures;  ///< "workload / agent / seed N: message"
+  bool interrupted = false;           ///< the stop flag was set before every job finished
+  double wall_s = 0;
+};
+
+/// The seed an agent sees for one job: mixes the experiment seed with the workload and
+/// agent labels (FNV-1a of each, through core::mix_seed), independent of job order.
+[[nodiscard]] std::uint64_t job_seed(std::uint64_t seed, const std::string& workload,
+                                     const std::string& agent);
+
+/// Runs every job of `config` not in `options.done`, writing each result to `sink` as it
+/// finishes. Throws InputError when a workload or the hardware profile cannot be loaded
+/// (before any job runs). A failing job is recorded in RunSummary::failures and the others
+/// go on.
+RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
+                          const RunnerOptions& options = {});
+
+}  // namespace gopt::experiments

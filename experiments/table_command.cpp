@@ -1,0 +1,68 @@
+// `gopt table RESULTS.h5 [--format markdown|csv] [--table ID]`: the paper's tables from a
+// results file written by `gopt run`.
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <ostream>
+#include <string>
+
+#include "core/errors.h"
+#include "core/strings.h"
+#include "experiments/cli.h"
+#include "experiments/hdf5_sink.h"
+#include "experiments/tables.h"
+
+namespace gopt::experiments {
+namespace {
+
+struct TableArgs {
+  std::string file;
+  std::string format = "markdown";
+  std::string table;
+};
+
+int print_tables(const TableArgs& args, CliContext& ctx) {
+  ResultsFile file = read_results_file(args.file);
+  auto tables = build_tables(file);
+  if (!args.table.empty()) {
+    std::vector<Table> chosen;
+    std::vector<std::string> ids;
+    for (auto& t : tables) {
+      ids.push_back(t.id);
+      if (t.id == args.table) chosen.push_back(std::move(t));
+    }
+    if (chosen.empty()) {
+      throw core::InputError(
+          args.file, "--table",
+          "no '" + args.table + "' table in this file; it has: " + core::join(ids));
+    }
+    tables = std::move(chosen);
+  }
+  ctx.out << render_tables(tables,
+                           args.format == "csv" ? TableFormat::kCsv : TableFormat::kMarkdown);
+  if (file.incomplete > 0) {
+    ctx.err << "gopt: note: " << file.incomplete
+            << " half-written results (an interrupted run) were ignored\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_table_command(CLI::App& app, CliContext& context) {
+  auto args = std::make_shared<TableArgs>();
+  auto* cmd = app.add_subcommand(
+      "table",
+      "Print the paper's tables (placement, generalization, multi-task, validation) from a\n"
+      "results file written by `gopt run`");
+  cmd->add_option("results", args->file, "Results file (HDF5)")->required();
+  cmd->add_option("--format", args->format, "markdown or csv")
+      ->check(CLI::IsMember({"markdown", "csv"}))
+      ->capture_default_str();
+  cmd->add_option("--table", args->table,
+                  "Print one table: placement, generalization, multitask or validation");
+  cmd->callback([&context, args] {
+    context.action = [&context, args] { return print_tables(*args, context); };
+  });
+}
+
+}  // namespace gopt::experiments

@@ -1,0 +1,323 @@
+#include "experiments/tables.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <sstream>
+
+namespace gopt::experiments {
+namespace {
+
+// Mean step time over the seeds of one (workload, agent); nullopt when every seed OOMed.
+struct Cell {
+  double sum_s = 0;
+  int valid = 0;
+  int oom = 0;
+  [[nodiscard]] std::optional<double> mean_s() const {
+    if (valid == 0) return std::nullopt;
+    return sum_s / valid;
+  }
+};
+
+struct Agent {
+  std::string name;
+  std::string type;
+  bool learner = false;
+};
+
+// Results arranged by workload and agent, in order of first appearance.
+struct Grid {
+  std::vector<std::string> workloads;
+  std::vector<Agent> agents;
+  std::map<std::string, bool> held_out;
+  std::map<std::pair<std::string, std::string>, Cell> cells;
+
+  [[nodiscard]] const Cell* cell(const std::string& w, const std::string& a) const {
+    auto it = cells.find({w, a});
+    return it == cells.end() ? nullptr : &it->second;
+  }
+  [[nodiscard]] std::optional<double> time(const std::string& w, const std::string& a) const {
+    const Cell* c = cell(w, a);
+    return c ? c->mean_s() : std::nullopt;
+  }
+};
+
+Grid arrange(const ResultsFile& file) {
+  Grid g;
+  for (const auto& r : file.results) {  // sorted by job order
+    if (std::find(g.workloads.begin(), g.workloads.end(), r.key.workload) == g.workloads.end()) {
+      g.workloads.push_back(r.key.workload);
+    }
+    if (std::none_of(g.agents.begin(), g.agents.end(),
+                     [&](const Agent& a) { return a.name == r.key.agent; })) {
+      g.agents.push_back({r.key.agent, r.agent_type, r.learner});
+    }
+    g.held_out[r.key.workload] = r.held_out;
+    Cell& c = g.cells[{r.key.workload, r.key.agent}];
+    if (r.oom) {
+      ++c.oom;
+    } else {
+      c.sum_s += r.best_step_time_s;
+      ++c.valid;
+    }
+  }
+  // Agents in order of their first result in job order, which is config order.
+  return g;
+}
+
+std::string ms(double seconds) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", seconds * 1e3);
+  return buf;
+}
+
+std::string percent(double value) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%+.1f%%", value);
+  return buf;
+}
+
+std::string time_cell(const Grid& g, const std::string& w, const std::string& a) {
+  const Cell* c = g.cell(w, a);
+  if (!c) return "";
+  auto t = c->mean_s();
+  if (!t) return "OOM";
+  std::string s = ms(*t);
+  if (c->oom > 0) s += " (" + std::to_string(c->oom) + " OOM)";
+  return s;
+}
+
+// Step-time reduction of `t` relative to `reference`, percent (positive: faster).
+double reduction(double t, double reference) { return 100.0 * (reference - t) / reference; }
+
+// Table 1 (and Table 2 on held-out graphs): step times, and the best learned agent's
+// improvement over each non-learning baseline, with an average row.
+Table placement_table(const Grid& g, const std::vector<std::string>& workloads, std::string id,
+                      std::string title) {
+  Table t;
+  t.id = std::move(id);
+  t.title = std::move(title);
+  t.header.push_back("workload");
+  std::vector<const Agent*> learners;
+  std::vector<const Agent*> baselines;
+  for (const auto& a : g.agents) {
+    t.header.push_back(a.name + " (ms)");
+    (a.learner ? learners : baselines).push_back(&a);
+  }
+  const bool improvements = !learners.empty() && !baselines.empty();
+  if (improvements) {
+    t.header.push_back("best learned");
+    for (const auto* b : baselines) t.header.push_back("vs " + b->name);
+  }
+  std::vector<std::vector<double>> columns(baselines.size());
+  for (const auto& w : workloads) {
+    std::vector<std::string> row{w};
+    for (const auto& a : g.agents) row.push_back(time_cell(g, w, a.name));
+    if (improvements) {
+      const Agent* best = nullptr;
+      double best_t = 0;
+      for (const auto* l : learners) {
+        auto lt = g.time(w, l->name);
+        if (lt && (!best || *lt < best_t)) {
+          best = l;
+          best_t = *lt;
+        }
+      }
+      row.push_back(best ? best->name : "-");
+      for (std::size_t i = 0; i < baselines.size(); ++i) {
+        auto bt = g.time(w, baselines[i]->name);
+        if (!best || !g.cell(w, baselines[i]->name)) {
+          row.push_back("-");
+        } else if (!bt) {
+          row.push_back("OOM");
+        } else {
+          double v = reduction(best_t, *bt);
+          columns[i].push_back(v);
+          row.push_back(percent(v));
+        }
+      }
+    }
+    t.rows.push_back(std::move(row));
+  }
+  if (improvements && workloads.size() > 1) {
+    std::vector<std::string> row{"average"};
+    row.resize(1 + g.agents.size() + 1);
+    for (const auto& c : columns) {
+      if (c.empty()) {
+        row.push_back("-");
+        continue;
+      }
+      double sum = 0;
+      for (double v : c) sum += v;
+      row.push_back(percent(sum / static_cast<double>(c.size())));
+    }
+    t.rows.push_back(std::move(row));
+  }
+  t.notes.push_back("Step times are simulated, means over seeds, in milliseconds.");
+  if (improvements) {
+    t.notes.push_back(
+        "vs X: step-time reduction of the best learned agent on that workload relative to "
+        "baseline X (positive: the learned agent is faster).");
+  }
+  return t;
+}
+
+// Table 3: every agent's step-time reduction relative to TensorFlow's default and to an
+// unoptimised single GPU.
+Table multitask_table(const Grid& g) {
+  Table t;
+  t.id = "multitask";
+  t.title = "Multi-task: step-time reduction over TensorFlow default and single GPU";
+  const Agent* tf_default = nullptr;
+  const Agent* single = nullptr;
+  for (const auto& a : g.agents) {
+    if (a.name == "tf_default") tf_default = &a;
+    if (a.type == "single_device" && !single) single = &a;
+  }
+  std::vector<std::pair<const Agent*, std::string>> refs;
+  if (tf_default) refs.emplace_back(tf_default, "TF default");
+  if (single) refs.emplace_back(single, "single GPU");
+  t.header.push_back("workload");
+  std::vector<const Agent*> others;
+  for (const auto& a : g.agents) {
+    if (&a == tf_default || &a == single) continue;
+    others.push_back(&a);
+    for (const auto& [ref, label] : refs) t.header.push_back(a.name + " vs " + label);
+  }
+  for (const auto& w : g.workloads) {
+    std::vector<std::string> row{w};
+    for (const auto* a : others) {
+      for (const auto& ref_label : refs) {
+        const Agent* ref = ref_label.first;
+        auto at = g.time(w, a->name);
+        auto rt = g.time(w, ref->name);
+        if (!g.cell(w, a->name) || !g.cell(w, ref->name)) {
+          row.push_back("-");
+        } else if (!at || !rt) {
+          row.push_back("OOM");
+        } else {
+          row.push_back(percent(reduction(*at, *rt)));
+        }
+      }
+    }
+    t.rows.push_back(std::move(row));
+  }
+  if (refs.empty()) {
+    t.notes.push_back(
+        "No reference agents in the file: add an agent named 'tf_default' (TensorFlow's "
+        "default placement, scheduling and fusion) and a single_device agent.");
+  }
+  t.notes.push_back("Positive: faster than the reference.");
+  return t;
+}
+
+std::string csv_cell(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) {
+    if (c == '"') q += '"';
+    q += c;
+  }
+  return q + "\"";
+}
+
+}  // namespace
+
+std::vector<Table> build_tables(const ResultsFile& file) {
+  std::vector<Table> tables;
+  Grid g = arrange(file);
+  std::vector<std::string> seen;
+  std::vector<std::string> held_out;
+  for (const auto& w : g.workloads) (g.held_out[w] ? held_out : seen).push_back(w);
+  if (!seen.empty()) {
+    tables.push_back(
+        placement_table(g, seen, "placement", "Placement: step time per workload and agent"));
+  }
+  if (!held_out.empty()) {
+    tables.push_back(placement_table(g, held_out, "generalization",
+                                     "Generalization: step time on held-out graphs"));
+  }
+  if (file.metadata.table == "multitask" && !g.workloads.empty()) {
+    tables.push_back(multitask_table(g));
+  }
+  if (file.metadata.table == "validation") {
+    Table t;
+    t.id = "validation";
+    t.title = "Simulator validation";
+    t.notes.push_back(
+        "No real-hardware measurements in this file: the validation backends (cpu, cuda) are "
+        "planned but not implemented in this build.");
+    tables.push_back(std::move(t));
+  }
+  if (tables.empty()) {
+    Table t;
+    t.id = "empty";
+    t.title = "No results";
+    t.notes.push_back("The file holds no finished results yet.");
+    tables.push_back(std::move(t));
+  }
+  return tables;
+}
+
+std::string render_tables(const std::vector<Table>& tables, TableFormat format) {
+  std::ostringstream out;
+  bool first = true;
+  for (const auto& t : tables) {
+    if (!first) out << "\n";
+    first = false;
+    if (format == TableFormat::kCsv) {
+      out << "# " << t.title << "\n";
+      if (!t.header.empty()) {
+        for (std::size_t i = 0; i < t.header.size(); ++i) {
+          out << (i ? "," : "") << csv_cell(t.header[i]);
+        }
+        out << "\n";
+      }
+      for (const auto& row : t.rows) {
+        for (std::size_t i = 0; i < row.size(); ++i) out << (i ? "," : "") << csv_cell(row[i]);
+        out << "\n";
+      }
+      for (const auto& n : t.notes) out << "# " << n << "\n";
+      continue;
+    }
+    out << "## " << t.title << "\n\n";
+    if (!t.header.empty()) {
+      std::vector<std::size_t> width(t.header.size(), 3);
+      for (std::size_t i = 0; i < t.header.size(); ++i)
+        width[i] = std::max(width[i], t.header[i].size());
+      for (const auto& row : t.rows) {
+        for (std::size_t i = 0; i < row.size() && i < width.size(); ++i) {
+          width[i] = std::max(width[i], row[i].size());
+        }
+      }
+      auto line = [&](const std::vector<std::string>& cells) {
+        out << "|";
+        for (std::size_t i = 0; i < width.size(); ++i) {
+          std::string c = i < cells.size() ? cells[i] : "";
+          // Numbers right-aligned, text left-aligned.
+          bool numeric = !c.empty() && (std::isdigit(static_cast<unsigned char>(c[0])) ||
+                                        c[0] == '+' || c[0] == '-');
+          std::string pad(width[i] - c.size(), ' ');
+          out << " " << (numeric && i > 0 ? pad + c : c + pad) << " |";
+        }
+        out << "\n";
+      };
+      line(t.header);
+      out << "|";
+      for (std::size_t i = 0; i < width.size(); ++i) {
+        out << (i == 0 ? ":" : "") << std::string(width[i] + (i == 0 ? 1 : 1), '-')
+            << (i == 0 ? "" : ":") << "|";
+      }
+      out << "\n";
+      for (const auto& row : t.rows) line(row);
+      out << "\n";
+    }
+    for (const auto& n : t.notes) out << n << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace gopt::experiments

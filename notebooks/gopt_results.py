@@ -1,0 +1,150 @@
+"""Read gopt results files (HDF5 written by `gopt run`; schema: docs/results-format.md).
+
+The notebooks in this folder use this module only, so that a schema change has one place
+to follow. Needs Debian's python3-h5py, python3-pandas and python3-numpy.
+
+    import gopt_results as gr
+    meta = gr.metadata("results/quickstart.h5")
+    df = gr.results_frame("results/quickstart.h5")        # one row per (workload, agent, seed)
+    curves = gr.learning_curves("results/quickstart.h5")  # one row per learner update
+    table = gr.placement_table(df)                        # `gopt table`'s placement table
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import h5py
+import numpy as np
+import pandas as pd
+
+FORMAT_NAME = "gopt-results"
+FORMAT_VERSION = 1
+
+RESULT_ATTRS = [
+    "workload", "agent", "seed", "order", "agent_type", "learner", "held_out", "graph",
+    "hardware", "problem_seed", "num_nodes", "num_devices", "best_step_time_s", "oom",
+    "oom_device", "lower_bound_critical_path_s", "lower_bound_work_s", "bytes_moved",
+    "wall_s", "samples",
+]
+CURVE_FIELDS = ["step", "samples", "best_step_time_s", "mean_step_time_s", "wall_s"]
+
+
+class ResultsFileError(Exception):
+    """The file is missing, not HDF5, truncated, or not a gopt results file."""
+
+
+def _text(value):
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def open_results(path):
+    """Opens a results file read-only (without HDF5's file lock, so a file that a running
+    `gopt run` writes can be read) after checking its format marker."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise ResultsFileError(f"{path}: no such file")
+    try:
+        try:
+            f = h5py.File(path, "r", locking=False)
+        except TypeError:  # h5py older than 3.5
+            f = h5py.File(path, "r")
+    except OSError as e:
+        raise ResultsFileError(f"{path}: not a readable HDF5 file (truncated?): {e}") from e
+    if _text(f.attrs.get("format", "")) != FORMAT_NAME:
+        f.close()
+        raise ResultsFileError(
+            f"{path}: not a gopt results file (no root attribute format = '{FORMAT_NAME}')")
+    version = int(f.attrs.get("format_version", 0))
+    if version > FORMAT_VERSION:
+        f.close()
+        raise ResultsFileError(f"{path}: format version {version} is newer than this module "
+                               f"reads ({FORMAT_VERSION})")
+    return f
+
+
+def _complete(group):
+    return int(group.attrs.get("complete", 0)) == 1
+
+
+def metadata(path):
+    """The file attributes: experiment, table, config (resolved YAML), gopt_version,
+    git_revision, host, start_time, ..."""
+    with open_results(path) as f:
+        return {k: (_text(v) if isinstance(v, (bytes, str)) else v.item() if hasattr(v, "item")
+                    else v) for k, v in f.attrs.items()}
+
+
+def results_frame(path):
+    """One row per complete result, in config order, with every scalar attribute, the
+    agent options (a dict) and best_step_time_ms."""
+    rows = []
+    with open_results(path) as f:
+        for name, g in f["results"].items():
+            if not _complete(g):
+                continue
+            row = {}
+            for key in RESULT_ATTRS:
+                value = g.attrs[key]
+                row[key] = _text(value) if isinstance(value, (bytes, str)) else value.item()
+            for key in ("learner", "held_out", "oom"):
+                row[key] = bool(row[key])
+            row["options"] = json.loads(_text(g.attrs["options"]))
+            rows.append(row)
+    df = pd.DataFrame(rows, columns=RESULT_ATTRS + ["options"])
+    df = df.sort_values(["order", "workload", "agent", "seed"]).reset_index(drop=True)
+    df["best_step_time_ms"] = df["best_step_time_s"] * 1e3
+    return df
+
+
+def learning_curves(path):
+    """One row per learner update: workload, agent, seed and the curve fields."""
+    frames = []
+    with open_results(path) as f:
+        for name, g in f["results"].items():
+            if not _complete(g) or "learning_curve" not in g:
+                continue
+            c = g["learning_curve"]
+            frame = pd.DataFrame({k: np.asarray(c[k]) for k in CURVE_FIELDS})
+            frame.insert(0, "seed", g.attrs["seed"].item())
+            frame.insert(0, "agent", _text(g.attrs["agent"]))
+            frame.insert(0, "workload", _text(g.attrs["workload"]))
+            frames.append(frame)
+    if not frames:
+        return pd.DataFrame(columns=["workload", "agent", "seed"] + CURVE_FIELDS)
+    return pd.concat(frames, ignore_index=True)
+
+
+def decision(path, workload, agent, seed):
+    """The decision arrays of one result: a dict with any of placement, priority, fusion."""
+    with open_results(path) as f:
+        g = f["results"][f"{workload}:{agent}:{seed}"]
+        if "decision" not in g:
+            return {}
+        return {k: np.asarray(v) for k, v in g["decision"].items()}
+
+
+def placement_table(df):
+    """`gopt table`'s placement table as a DataFrame: mean step time (ms) over seeds per
+    workload and agent (NaN when every seed ran out of memory), then the best learned
+    agent's step-time reduction (percent) over each non-learning agent, with an average
+    row."""
+    agents = list(dict.fromkeys(df["agent"]))
+    workloads = list(dict.fromkeys(df["workload"]))
+    valid = df[~df["oom"]]
+    times = valid.pivot_table(index="workload", columns="agent", values="best_step_time_ms",
+                              aggfunc="mean")
+    times = times.reindex(index=workloads, columns=agents)
+    learners = [a for a in agents if df.loc[df["agent"] == a, "learner"].any()]
+    baselines = [a for a in agents if a not in learners]
+    table = times.rename(columns=lambda a: f"{a} (ms)")
+    if learners and baselines:
+        best = times[learners].min(axis=1)
+        table["best learned"] = times[learners].idxmin(axis=1)
+        for b in baselines:
+            table[f"vs {b}"] = 100.0 * (times[b] - best) / times[b]
+        if len(workloads) > 1:
+            average = {f"vs {b}": table[f"vs {b}"].mean() for b in baselines}
+            table.loc["average"] = pd.Series(average)
+    return table

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Executes every notebook in this folder headless against a results file (CI: the CTest
+# test `notebooks`). Fails when jupyter nbconvert is missing: scripts/setup.sh installs it.
+#
+# Usage: notebooks/run_notebooks.sh RESULTS.h5 OUTPUT_DIR
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+results="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
+out="$2"
+if ! command -v jupyter >/dev/null 2>&1 || ! jupyter nbconvert --version >/dev/null 2>&1; then
+  echo "run_notebooks.sh: jupyter nbconvert not found; install jupyter-nbconvert," \
+       "python3-nbconvert, python3-ipykernel, python3-h5py, python3-pandas," \
+       "python3-matplotlib (scripts/setup.sh does)" >&2
+  exit 1
+fi
+mkdir -p "$out"
+export GOPT_RESULTS="$results" GOPT_NOTEBOOKS_DIR="$here" MPLBACKEND=Agg PYDEVD_DISABLE_FILE_VALIDATION=1
+for nb in "$here"/*.ipynb; do
+  echo "executing $(basename "$nb") against $results"
+  jupyter nbconvert --to notebook --execute --ExecutePreprocessor.timeout=240 \
+    --output-dir "$out" "$nb"
+done

@@ -1,0 +1,301 @@
+// Experiment configs: every kind of problem reported at once with file:line:column,
+// unknown keys with did-you-mean, planned agents, and --set overrides.
+#include "experiments/config.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "agents/registry.h"
+#include "datasets/workload_registry.h"
+
+namespace gopt::experiments {
+namespace {
+
+class ConfigTest : public ::testing::Test {
+ protected:
+  ConfigTest() {
+    agents::register_builtin_agents(agent_registry_);
+    datasets::register_builtin_workloads(workload_registry_);
+  }
+
+  ExperimentConfig parse(const std::string& text, std::vector<std::string> overrides = {}) {
+    return parse_config(text, "exp.yaml", GOPT_TEST_DATA_DIR,
+                        ConfigLoadOptions()
+                            .with_agents(agent_registry_)
+                            .with_workloads(workload_registry_)
+                            .with_overrides(std::move(overrides)));
+  }
+
+  // The problems of a config that must fail to load.
+  std::vector<ConfigProblem> problems(const std::string& text,
+                                      std::vector<std::string> overrides = {}) {
+    try {
+      (void)parse(text, std::move(overrides));
+    } catch (const ConfigError& e) {
+      return e.problems();
+    }
+    ADD_FAILURE() << "config loaded without errors:\n" << text;
+    return {};
+  }
+
+  agents::AgentRegistry agent_registry_;
+  datasets::WorkloadRegistry workload_registry_;
+};
+
+const char* kGood = R"(name: demo
+hardware: p100x4_pcie
+seeds: [1, 2]
+workloads:
+  - transformer_xl_2
+  - name: tiny
+    graph: graphs/../../../datasets/graphs/mlp_tiny.json
+  - graph: rnnlm_2
+    set: {seq_len: 10}
+agents:
+  - single_device
+  - name: hdp
+    options: {learning_rate: 0.05}
+    budget: {steps: 7, samples: 100}
+  - go_one
+)";
+
+TEST_F(ConfigTest, LoadsAValidConfig) {
+  auto c = parse(kGood);
+  EXPECT_EQ(c.name, "demo");
+  EXPECT_EQ(c.hardware, "p100x4_pcie");
+  EXPECT_EQ(c.seeds, (std::vector<std::uint64_t>{1, 2}));
+  ASSERT_EQ(c.workloads.size(), 3u);
+  EXPECT_EQ(c.workloads[0].name, "transformer_xl_2");
+  EXPECT_EQ(c.workloads[1].name, "tiny");
+  EXPECT_TRUE(std::filesystem::exists(c.workloads[1].graph)) << c.workloads[1].graph;
+  EXPECT_EQ(c.workloads[2].overrides.at("seq_len"), "10");
+  ASSERT_EQ(c.agents.size(), 3u);
+  EXPECT_EQ(c.agents[1].type, "hdp");
+  EXPECT_EQ(c.agents[1].options.at("learning_rate"), "0.05");
+  EXPECT_EQ(c.agents[1].budget.max_steps, 7);
+  EXPECT_EQ(c.agents[1].budget.max_samples, 100);
+  EXPECT_FALSE(c.agents[1].planned);
+  EXPECT_TRUE(c.agents[2].planned);  // go_one: planned, skipped by the runner
+  EXPECT_EQ(c.output, "results/demo.h5");
+  EXPECT_NE(c.resolved_yaml.find("learning_rate"), std::string::npos);
+}
+
+TEST_F(ConfigTest, SeedAndRepeatsExpandToSeeds) {
+  auto c = parse(R"(name: demo
+hardware: p100x4_pcie
+seed: 5
+repeats: 3
+workloads: [transformer_xl_2]
+agents: [single_device]
+)");
+  EXPECT_EQ(c.seeds, (std::vector<std::uint64_t>{5, 6, 7}));
+}
+
+TEST_F(ConfigTest, ReportsEveryProblemAtOnceWithLineAndColumn) {
+  auto p = problems(R"(name: demo
+hardwre: p100x4_pcie
+seeds: [1, -2]
+workloads:
+  - transformer_xl_3
+  - graph: rnnlm_2
+    set: {seq_lenn: 10}
+agents:
+  - name: hdp
+    options: {learning_rat: 0.1, groups: many}
+    budget: {steps: 0, sconds: 5}
+  - metiss
+  - name: metis
+    budget: {steps: 5}
+)");
+  std::vector<std::string> texts;
+  for (const auto& x : p) texts.push_back(x.text());
+  auto has = [&](const std::string& needle) {
+    for (const auto& t : texts) {
+      if (t.find(needle) != std::string::npos) return true;
+    }
+    return false;
+  };
+  std::string all;
+  for (const auto& t : texts) all += t + "\n";
+  EXPECT_TRUE(has("exp.yaml:2:1: hardwre: unknown key 'hardwre' (did you mean 'hardware'?)"))
+      << all;
+  EXPECT_TRUE(has("exp.yaml:1:1: hardware: missing required key 'hardware'")) << all;
+  EXPECT_TRUE(has("exp.yaml:3:12: seeds[1]: expected a non-negative integer, found '-2'")) << all;
+  EXPECT_TRUE(
+      has("exp.yaml:5:5: workloads[0]: expected a suite workload name or a graph file, "
+          "found 'transformer_xl_3'"))
+      << all;
+  EXPECT_TRUE(has("(did you mean 'transformer_xl_2'?")) << all;
+  EXPECT_TRUE(
+      has("exp.yaml:7:11: workloads[1].set.seq_lenn: workload 'rnnlm_2' has no "
+          "hyperparameter 'seq_lenn' (did you mean 'seq_len'?)"))
+      << all;
+  EXPECT_TRUE(
+      has("exp.yaml:10:15: agents[0].options.learning_rat: agent 'hdp' has no option "
+          "'learning_rat' (did you mean 'learning_rate'?)"))
+      << all;
+  EXPECT_TRUE(has("agents[0].options.groups: expected an integer, found 'many'")) << all;
+  EXPECT_TRUE(
+      has("exp.yaml:11:21: agents[0].budget.steps: expected a positive integer (policy "
+          "updates), found '0'"))
+      << all;
+  EXPECT_TRUE(has("agents[0].budget.sconds: unknown key 'sconds' (did you mean 'seconds'?)"))
+      << all;
+  EXPECT_TRUE(has("exp.yaml:12:5: agents[1].name: unknown agent 'metiss' (did you mean 'metis'?)"))
+      << all;
+  EXPECT_TRUE(has("planned: go_one")) << all;
+  EXPECT_TRUE(has("agents[2].budget: agent 'metis' does not learn")) << all;
+  EXPECT_EQ(p.size(), 11u) << all;
+}
+
+TEST_F(ConfigTest, MessageListsProblemsOnePerLine) {
+  try {
+    (void)parse("name: demo\nworkloads: 3\n");
+    FAIL();
+  } catch (const ConfigError& e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find("exp.yaml: 3 problems in the config:\n  exp.yaml:"), std::string::npos)
+        << what;
+    EXPECT_NE(what.find("workloads: expected a non-empty list of workloads"), std::string::npos)
+        << what;
+    EXPECT_NE(what.find("found '3'"), std::string::npos) << what;
+  }
+}
+
+TEST_F(ConfigTest, WrongTypesSayWhatWasFound) {
+  auto p = problems(R"(name: [a, b]
+hardware: {name: x}
+seeds: 3
+workloads: [transformer_xl_2]
+agents:
+  - {name: hdp, budget: {steps: 5, seconds: soon}}
+  - {name: random, options: {seed: 1.5}}
+table: placment
+)");
+  std::string all;
+  for (const auto& x : p) all += x.text() + "\n";
+  EXPECT_NE(all.find("exp.yaml:1:7: name: expected a string, found a list"), std::string::npos)
+      << all;
+  EXPECT_NE(all.find("exp.yaml:2:11: hardware: expected a string, found a mapping"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("seeds: expected a non-empty list of non-negative integers, found '3'"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("budget.seconds: expected a positive number of seconds, found 'soon'"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("options.seed: expected an integer, found '1.5'"), std::string::npos) << all;
+  EXPECT_NE(all.find("table: expected one of placement, generalization, multitask, validation, "
+                     "found 'placment' (did you mean 'placement'?)"),
+            std::string::npos)
+      << all;
+}
+
+TEST_F(ConfigTest, DuplicateLabelsAndMissingFiles) {
+  auto p = problems(R"(name: demo
+hardware: no_such_profile
+workloads:
+  - transformer_xl_2
+  - transformer_xl_2
+  - graph: missing/graph.json
+agents:
+  - hdp
+  - hdp
+)");
+  std::string all;
+  for (const auto& x : p) all += x.text() + "\n";
+  EXPECT_NE(all.find("exp.yaml:2:11: hardware:"), std::string::npos) << all;
+  EXPECT_NE(all.find("p100x4_pcie"), std::string::npos) << all;  // lists the profiles
+  EXPECT_NE(all.find("workloads[1].name: workload name 'transformer_xl_2' is used twice"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("exp.yaml:6:12: workloads[2].graph:"), std::string::npos) << all;
+  EXPECT_NE(all.find("agents[1].name: agent name 'hdp' is used twice"), std::string::npos) << all;
+}
+
+TEST_F(ConfigTest, NotYamlNamesTheLine) {
+  auto p = problems("name: demo\nagents: [a, b\n");
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].where.rfind("exp.yaml:", 0), 0u) << p[0].text();
+  EXPECT_NE(p[0].message.find("not valid YAML"), std::string::npos) << p[0].text();
+}
+
+TEST(OverrideTest, ParsesPathAndValue) {
+  auto o = parse_override("agents.hdp.budget.steps=20");
+  EXPECT_EQ(o.path, (std::vector<std::string>{"agents", "hdp", "budget", "steps"}));
+  EXPECT_EQ(o.value, "20");
+  auto list = parse_override("seeds=[1, 2]");
+  EXPECT_EQ(list.path, (std::vector<std::string>{"seeds"}));
+  EXPECT_EQ(list.value, "[1, 2]");
+  auto eq = parse_override("description=a=b");
+  EXPECT_EQ(eq.value, "a=b");
+  EXPECT_EQ(parse_override("output=").value, "");
+}
+
+TEST(OverrideTest, RejectsMalformedArguments) {
+  auto message = [](const std::string& arg) {
+    try {
+      (void)parse_override(arg);
+    } catch (const core::InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message("seeds"),
+            "--set: seeds: expected path.to.key=value (e.g. agents.hdp.budget.steps=20), found "
+            "no '='");
+  EXPECT_EQ(message("=3"), "--set: =3: expected a key path before '=', found none");
+  EXPECT_EQ(message("agents..steps=3"),
+            "--set: agents..steps=3: empty component in key path 'agents..steps' (expected a.b.c)");
+}
+
+TEST_F(ConfigTest, OverridesApplyByPathIndexAndName) {
+  auto c = parse(kGood,
+                 {"seeds=[7]", "agents.hdp.budget.steps=3", "agents.0.name=round_robin",
+                  "workloads.tiny.name=mlp", "output=out/x.h5", "agents.go_one.budget={steps: 2}"});
+  EXPECT_EQ(c.seeds, (std::vector<std::uint64_t>{7}));
+  EXPECT_EQ(c.agents[0].type, "round_robin");
+  EXPECT_EQ(c.agents[1].budget.max_steps, 3);
+  EXPECT_EQ(c.agents[1].budget.max_samples, 100);  // untouched
+  EXPECT_EQ(c.agents[2].budget.max_steps, 2);      // `- go_one` expanded to a mapping
+  EXPECT_EQ(c.workloads[1].name, "mlp");
+  EXPECT_EQ(c.output, "out/x.h5");
+  EXPECT_NE(c.resolved_yaml.find("out/x.h5"), std::string::npos);
+}
+
+TEST_F(ConfigTest, OverriddenValuesAreReportedAsSetArguments) {
+  auto p = problems(kGood, {"agents.hdp.budget.steps=zero", "agents.hdp.budgt.steps=1"});
+  std::string all;
+  for (const auto& x : p) all += x.text() + "\n";
+  EXPECT_NE(all.find("--set agents.hdp.budget.steps=zero: agents[1].budget.steps: expected a "
+                     "positive integer"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("--set agents.hdp.budgt.steps=1: agents[1].budgt: unknown key 'budgt' (did "
+                     "you mean 'budget'?)"),
+            std::string::npos)
+      << all;
+}
+
+TEST_F(ConfigTest, BadOverridePathsAreErrors) {
+  auto p = problems(kGood, {"agents.hpd.budget.steps=3", "agents.9.name=x", "name.x=1"});
+  ASSERT_EQ(p.size(), 3u);
+  EXPECT_EQ(p[0].text(),
+            "--set agents.hpd.budget.steps=3: 'agents' has no entry named 'hpd' (did you mean "
+            "'hdp'?); entries: single_device, hdp, go_one");
+  EXPECT_EQ(p[1].text(), "--set agents.9.name=x: 'agents' has 3 entries, found index 9");
+  EXPECT_EQ(p[2].text(), "--set name.x=1: 'name' is a single value, cannot set 'x' below it");
+}
+
+TEST(PlannedTest, PlannedComponentsAreDescribed) {
+  for (const auto& p : planned_agents()) {
+    EXPECT_FALSE(p.description.empty()) << p.name;
+  }
+  EXPECT_FALSE(planned_validation_backends().empty());
+}
+
+}  // namespace
+}  // namespace gopt::experiments

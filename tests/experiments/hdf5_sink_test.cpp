@@ -1,0 +1,245 @@
+// The HDF5 results file: round trip of every field, resume bookkeeping, and clear errors
+// for files that are missing, not HDF5, truncated or not written by gopt.
+#include "experiments/hdf5_sink.h"
+
+#include <gtest/gtest.h>
+#include <hdf5.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <string>
+
+#include "core/errors.h"
+
+namespace gopt::experiments {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path temp_dir() {
+  auto dir =
+      fs::temp_directory_path() /
+      ("gopt_hdf5_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
+       ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+RunResult sample_result(const std::string& agent, std::uint64_t seed, bool learner) {
+  RunResult r;
+  r.key = {"wavenet_2", agent, seed};
+  r.order = static_cast<std::int64_t>(seed);
+  r.agent_type = agent;
+  r.learner = learner;
+  r.held_out = true;
+  r.graph = "wavenet_2";
+  r.hardware = "p100x4_pcie";
+  r.problem_seed = 0xfedcba9876543210ULL;
+  r.num_nodes = 5;
+  r.num_devices = 2;
+  r.best_step_time_s = 0.0123456789;
+  r.oom = learner;
+  r.oom_device = learner ? 1 : -1;
+  r.lower_bound_critical_path_s = 0.001;
+  r.lower_bound_work_s = 0.002;
+  r.bytes_moved = 1LL << 40;
+  r.wall_s = 1.5;
+  r.samples = 42;
+  r.decision.placement = std::vector<core::DeviceId>{0, 1, 1, 0, 1};
+  if (learner) r.decision.priority = std::vector<std::int32_t>{5, 4, 3, 2, 1};
+  r.device_busy_s = {0.01, 0.005};
+  r.device_peak_memory_bytes = {1000, 2000};
+  if (learner) {
+    r.learning_curve.push_back({1, 4, std::numeric_limits<double>::infinity(), 100.0, 0.1});
+    r.learning_curve.push_back({2, 8, 0.0123456789, 0.02, 0.2});
+  }
+  r.options = {{"learning_rate", "0.05"}, {"seed", "3"}};
+  return r;
+}
+
+RunMetadata sample_metadata() {
+  RunMetadata m;
+  m.experiment = "demo";
+  m.table = "placement";
+  m.config_source = "demo.yaml";
+  m.config_yaml = "name: demo\nagents: [hdp]\n";
+  m.gopt_version = "0.1.0";
+  m.git_revision = "abc";
+  m.host = "host";
+  m.start_time = "2026-01-01T00:00:00Z";
+  return m;
+}
+
+void expect_same(const RunResult& a, const RunResult& b) {
+  EXPECT_EQ(a.key, b.key);
+  EXPECT_EQ(a.order, b.order);
+  EXPECT_EQ(a.agent_type, b.agent_type);
+  EXPECT_EQ(a.learner, b.learner);
+  EXPECT_EQ(a.held_out, b.held_out);
+  EXPECT_EQ(a.graph, b.graph);
+  EXPECT_EQ(a.hardware, b.hardware);
+  EXPECT_EQ(a.problem_seed, b.problem_seed);
+  EXPECT_EQ(a.num_nodes, b.num_nodes);
+  EXPECT_EQ(a.num_devices, b.num_devices);
+  EXPECT_EQ(a.best_step_time_s, b.best_step_time_s);
+  EXPECT_EQ(a.oom, b.oom);
+  EXPECT_EQ(a.oom_device, b.oom_device);
+  EXPECT_EQ(a.lower_bound_critical_path_s, b.lower_bound_critical_path_s);
+  EXPECT_EQ(a.lower_bound_work_s, b.lower_bound_work_s);
+  EXPECT_EQ(a.bytes_moved, b.bytes_moved);
+  EXPECT_EQ(a.wall_s, b.wall_s);
+  EXPECT_EQ(a.samples, b.samples);
+  EXPECT_EQ(a.decision.placement, b.decision.placement);
+  EXPECT_EQ(a.decision.priority, b.decision.priority);
+  EXPECT_EQ(a.decision.fusion, b.decision.fusion);
+  EXPECT_EQ(a.device_busy_s, b.device_busy_s);
+  EXPECT_EQ(a.device_peak_memory_bytes, b.device_peak_memory_bytes);
+  ASSERT_EQ(a.learning_curve.size(), b.learning_curve.size());
+  for (std::size_t i = 0; i < a.learning_curve.size(); ++i) {
+    EXPECT_EQ(a.learning_curve[i].step, b.learning_curve[i].step);
+    EXPECT_EQ(a.learning_curve[i].samples, b.learning_curve[i].samples);
+    EXPECT_EQ(a.learning_curve[i].best_step_time_s, b.learning_curve[i].best_step_time_s);
+    EXPECT_EQ(a.learning_curve[i].mean_step_time_s, b.learning_curve[i].mean_step_time_s);
+    EXPECT_EQ(a.learning_curve[i].wall_s, b.learning_curve[i].wall_s);
+  }
+  EXPECT_EQ(a.options, b.options);
+}
+
+std::string error_of(const fs::path& path) {
+  try {
+    (void)read_results_file(path);
+  } catch (const core::InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(Hdf5SinkTest, RoundTripsEveryField) {
+  auto dir = temp_dir();
+  auto path = dir / "sub" / "r.h5";  // parent directories are created
+  auto a = sample_result("metis", 2, false);
+  auto b = sample_result("hdp", 1, true);
+  {
+    Hdf5Sink sink(path);
+    sink.begin(sample_metadata());
+    sink.write(a);
+    sink.write(b);
+  }
+  auto file = read_results_file(path);
+  EXPECT_EQ(file.metadata.experiment, "demo");
+  EXPECT_EQ(file.metadata.table, "placement");
+  EXPECT_EQ(file.metadata.config_yaml, "name: demo\nagents: [hdp]\n");
+  EXPECT_EQ(file.metadata.gopt_version, "0.1.0");
+  EXPECT_EQ(file.metadata.git_revision, "abc");
+  EXPECT_EQ(file.metadata.host, "host");
+  EXPECT_EQ(file.metadata.start_time, "2026-01-01T00:00:00Z");
+  EXPECT_EQ(file.incomplete, 0);
+  ASSERT_EQ(file.results.size(), 2u);
+  expect_same(file.results[0], b);  // order 1 before order 2
+  expect_same(file.results[1], a);
+  EXPECT_TRUE(std::isinf(file.results[0].learning_curve[0].best_step_time_s));
+}
+
+TEST(Hdf5SinkTest, RefusesToOverwriteUnlessAsked) {
+  auto dir = temp_dir();
+  auto path = dir / "r.h5";
+  { Hdf5Sink sink(path); }
+  try {
+    Hdf5Sink again(path);
+    FAIL();
+  } catch (const core::InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              path.string() +
+                  ": the results file exists; continue it with --resume, or replace it with "
+                  "--overwrite");
+  }
+  Hdf5Sink replaced(path, Hdf5SinkOptions().mode(OpenMode::kOverwrite));
+  EXPECT_TRUE(replaced.existing().empty());
+}
+
+TEST(Hdf5SinkTest, ResumeFindsCompleteResultsAndDropsHalfWrittenOnes) {
+  auto dir = temp_dir();
+  auto path = dir / "r.h5";
+  {
+    Hdf5Sink sink(path);
+    sink.begin(sample_metadata());
+    sink.write(sample_result("metis", 1, false));
+  }
+  {
+    // A run killed while writing leaves a group without the `complete` attribute.
+    hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    ASSERT_GE(f, 0);
+    hid_t g = H5Gcreate2(f, "/results/wavenet_2:hdp:1", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    ASSERT_GE(g, 0);
+    H5Gclose(g);
+    H5Fclose(f);
+  }
+  EXPECT_EQ(read_results_file(path).incomplete, 1);
+  Hdf5Sink sink(path, Hdf5SinkOptions().mode(OpenMode::kResume));
+  ASSERT_EQ(sink.existing().size(), 1u);
+  EXPECT_EQ(sink.existing()[0], (ResultKey{"wavenet_2", "metis", 1}));
+  EXPECT_EQ(sink.existing_config(), "name: demo\nagents: [hdp]\n");
+  sink.begin(sample_metadata());
+  sink.write(sample_result("hdp", 1, true));
+  sink.close();
+  auto file = read_results_file(path);
+  EXPECT_EQ(file.incomplete, 0);
+  EXPECT_EQ(file.results.size(), 2u);
+}
+
+TEST(Hdf5SinkTest, ResumeOfAMissingFileStartsOne) {
+  auto dir = temp_dir();
+  Hdf5Sink sink(dir / "new.h5", Hdf5SinkOptions().mode(OpenMode::kResume));
+  EXPECT_TRUE(sink.existing().empty());
+  EXPECT_TRUE(fs::exists(dir / "new.h5"));
+}
+
+TEST(Hdf5SinkTest, BadFilesAreClearErrorsNamingTheFile) {
+  auto dir = temp_dir();
+  EXPECT_EQ(error_of(dir / "missing.h5"), (dir / "missing.h5").string() + ": no such file");
+
+  auto text = dir / "text.h5";
+  std::ofstream(text) << "not hdf5\n";
+  EXPECT_EQ(error_of(text).rfind(text.string() + ": not an HDF5 file", 0), 0u) << error_of(text);
+
+  auto foreign = dir / "foreign.h5";
+  hid_t f = H5Fcreate(foreign.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
+  H5Fclose(f);
+  EXPECT_EQ(error_of(foreign),
+            foreign.string() +
+                ": not a gopt results file (expected the root attribute format = 'gopt-results', "
+                "written by `gopt run`)");
+
+  auto good = dir / "good.h5";
+  {
+    Hdf5Sink sink(good);
+    sink.begin(sample_metadata());
+    for (std::uint64_t s = 0; s < 20; ++s) sink.write(sample_result("hdp", s, true));
+  }
+  auto truncated = dir / "truncated.h5";
+  fs::copy_file(good, truncated);
+  fs::resize_file(truncated, fs::file_size(good) / 2);
+  std::string message = error_of(truncated);
+  EXPECT_EQ(message.rfind(truncated.string() + ": ", 0), 0u) << message;
+  EXPECT_NE(message.find("truncated"), std::string::npos) << message;
+
+  Hdf5Sink sink(foreign, Hdf5SinkOptions().mode(OpenMode::kOverwrite));  // replaces it
+  sink.close();
+  EXPECT_NO_THROW((void)read_results_file(foreign));
+}
+
+TEST(Hdf5SinkTest, ResumeRefusesAForeignFile) {
+  auto dir = temp_dir();
+  auto foreign = dir / "foreign.h5";
+  hid_t f = H5Fcreate(foreign.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
+  H5Fclose(f);
+  EXPECT_THROW(Hdf5Sink(foreign, Hdf5SinkOptions().mode(OpenMode::kResume)), core::InputError);
+}
+
+}  // namespace
+}  // namespace gopt::experiments

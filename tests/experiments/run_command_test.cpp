@@ -1,0 +1,333 @@
+// `gopt run` and `gopt table` end to end: results files, planned agents, --jobs giving the
+// same numbers, a run killed with SIGKILL and resumed giving the same results as an
+// uninterrupted one, Ctrl-C, and the tables of a fixture file.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "core/errors.h"
+#include "experiments/config.h"
+#include "experiments/hdf5_sink.h"
+#include "tests/support/run_command.h"
+
+extern char** environ;
+
+namespace gopt::experiments {
+namespace {
+
+namespace fs = std::filesystem;
+using gopt::testing::run_command;
+
+const std::string kGopt = GOPT_BINARY;
+const std::string kData = GOPT_TEST_DATA_DIR;
+const std::string kSource = GOPT_SOURCE_DIR;
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+fs::path temp_dir() {
+  auto dir =
+      fs::temp_directory_path() / ("gopt_run_test_" + std::to_string(::getpid()) + "_" +
+                                   ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+// A small experiment: two graphs, baselines, a planned agent and a short HDP run.
+fs::path write_config(const fs::path& dir, int hdp_steps, const std::string& seeds) {
+  auto path = dir / "small.yaml";
+  std::ofstream(path) << "name: small\n"
+                         "hardware: p100x2_pcie\n"
+                         "seeds: "
+                      << seeds
+                      << "\n"
+                         "workloads:\n"
+                         "  - graph: "
+                      << kSource
+                      << "/datasets/graphs/mlp_tiny.json\n"
+                         "  - transformer_xl_2\n"
+                         "agents:\n"
+                         "  - single_device\n"
+                         "  - random\n"
+                         "  - go_one\n"
+                         "  - name: hdp\n"
+                         "    options: {samples_per_step: 2, groups: 8}\n"
+                         "    budget: {steps: "
+                      << hdp_steps << "}\n";
+  return path;
+}
+
+// Step times, OOM flags and decisions must match exactly (wall times may differ).
+void expect_same_results(const ResultsFile& a, const ResultsFile& b) {
+  ASSERT_EQ(a.results.size(), b.results.size());
+  for (std::size_t i = 0; i < a.results.size(); ++i) {
+    const auto& x = a.results[i];
+    const auto& y = b.results[i];
+    SCOPED_TRACE(x.key.text());
+    EXPECT_EQ(x.key, y.key);
+    EXPECT_EQ(x.problem_seed, y.problem_seed);
+    EXPECT_EQ(x.best_step_time_s, y.best_step_time_s);
+    EXPECT_EQ(x.oom, y.oom);
+    EXPECT_EQ(x.decision.placement, y.decision.placement);
+    EXPECT_EQ(x.samples, y.samples);
+    ASSERT_EQ(x.learning_curve.size(), y.learning_curve.size());
+    for (std::size_t k = 0; k < x.learning_curve.size(); ++k) {
+      EXPECT_EQ(x.learning_curve[k].best_step_time_s, y.learning_curve[k].best_step_time_s);
+      EXPECT_EQ(x.learning_curve[k].mean_step_time_s, y.learning_curve[k].mean_step_time_s);
+    }
+  }
+}
+
+// Starts `gopt args...` with stdout and stderr to files; returns the pid.
+pid_t spawn_gopt(const std::vector<std::string>& args, const fs::path& out, const fs::path& err) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<std::string> all{kGopt};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  int rc = posix_spawn(&pid, kGopt.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  return rc == 0 ? pid : -1;
+}
+
+// Polls the results file until it holds at least `n` results (or `timeout_s` passes).
+std::size_t wait_for_results(const fs::path& file, std::size_t n, double timeout_s, pid_t pid) {
+  const auto start = std::chrono::steady_clock::now();
+  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() <
+         timeout_s) {
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) == pid) return 0;  // exited before we killed it
+    try {
+      auto r = read_results_file(file);
+      if (r.results.size() >= n) return r.results.size();
+    } catch (const core::InputError&) {
+      // not created yet, or caught mid-write: poll again
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return 0;
+}
+
+TEST(RunCommandTest, RunsSkipsPlannedAgentsAndJobsDoNotChangeResults) {
+  auto dir = temp_dir();
+  auto config = write_config(dir, 3, "[1, 2]");
+  auto one = run_command(kGopt + " run " + config.string() + " --out " + (dir / "one.h5").string());
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_TRUE(contains(one.err, "skipping agent 'go_one' (go_one: GO-one")) << one.err;
+  EXPECT_TRUE(contains(one.err, "planned, not implemented in this build yet")) << one.err;
+  EXPECT_TRUE(contains(one.err, "[12/12]")) << one.err;  // plain progress lines
+  EXPECT_TRUE(contains(one.out, "small: 12 new results written to")) << one.out;
+  EXPECT_TRUE(contains(one.out, "4 jobs skipped: their agents are planned")) << one.out;
+
+  auto two = run_command(kGopt + " run " + config.string() + " --jobs 3 --out " +
+                         (dir / "two.h5").string());
+  ASSERT_EQ(two.exit_code, 0) << two.err;
+  auto a = read_results_file(dir / "one.h5");
+  auto b = read_results_file(dir / "two.h5");
+  ASSERT_EQ(a.results.size(), 12u);
+  expect_same_results(a, b);
+  EXPECT_EQ(a.metadata.experiment, "small");
+  EXPECT_TRUE(contains(a.metadata.config_yaml, "samples_per_step")) << a.metadata.config_yaml;
+  EXPECT_FALSE(a.metadata.git_revision.empty());
+  for (const auto& r : a.results) {
+    EXPECT_EQ(r.learner, r.key.agent == "hdp");
+    if (r.learner) {
+      EXPECT_EQ(r.learning_curve.size(), 3u);
+    }
+    EXPECT_GT(r.best_step_time_s, 0);
+  }
+
+  // Refuses to overwrite; --resume on a complete file has nothing to do.
+  auto again =
+      run_command(kGopt + " run " + config.string() + " --out " + (dir / "one.h5").string());
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_TRUE(contains(again.err, "the results file exists; continue it with --resume"))
+      << again.err;
+  auto resumed = run_command(kGopt + " run " + config.string() + " --resume --out " +
+                             (dir / "one.h5").string());
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_TRUE(contains(resumed.out, "0 new results")) << resumed.out;
+}
+
+TEST(RunCommandTest, KilledRunLeavesAReadableFileAndResumeCompletesIt) {
+  auto dir = temp_dir();
+  auto config = write_config(dir, 12, "[1, 2]");
+  auto full = dir / "full.h5";
+  auto uninterrupted = run_command(kGopt + " run " + config.string() + " --out " + full.string());
+  ASSERT_EQ(uninterrupted.exit_code, 0) << uninterrupted.err;
+
+  auto killed = dir / "killed.h5";
+  pid_t pid = spawn_gopt({"run", config.string(), "--out", killed.string()}, dir / "out.txt",
+                         dir / "err.txt");
+  ASSERT_GT(pid, 0);
+  std::size_t seen = wait_for_results(killed, 1, 60, pid);
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_GE(seen, 1u) << read_text(dir / "err.txt");
+  ASSERT_TRUE(WIFSIGNALED(status)) << "the run finished before it could be killed";
+
+  auto partial = read_results_file(killed);  // readable after SIGKILL
+  EXPECT_GE(partial.results.size(), 1u);
+  EXPECT_LT(partial.results.size(), 12u);
+
+  auto resumed =
+      run_command(kGopt + " run " + config.string() + " --resume --out " + killed.string());
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_TRUE(contains(resumed.err, "resuming:")) << resumed.err;
+  auto a = read_results_file(full);
+  auto b = read_results_file(killed);
+  EXPECT_EQ(b.incomplete, 0);
+  expect_same_results(a, b);
+}
+
+TEST(RunCommandTest, SigintStopsCleanly) {
+  auto dir = temp_dir();
+  auto config = write_config(dir, 200, "[1]");
+  auto file = dir / "r.h5";
+  pid_t pid = spawn_gopt({"run", config.string(), "--out", file.string()}, dir / "out.txt",
+                         dir / "err.txt");
+  ASSERT_GT(pid, 0);
+  ASSERT_GE(wait_for_results(file, 1, 60, pid), 1u) << read_text(dir / "err.txt");
+  kill(pid, SIGINT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 130);
+  auto err = read_text(dir / "err.txt");
+  EXPECT_TRUE(contains(err, "interrupted; finished results are in")) << err;
+  EXPECT_TRUE(contains(err, "--resume")) << err;
+  auto r = read_results_file(file);
+  EXPECT_GE(r.results.size(), 1u);
+  EXPECT_EQ(r.incomplete, 0);
+}
+
+TEST(RunCommandTest, ConfigErrorsExitOneWithEveryProblem) {
+  auto dir = temp_dir();
+  auto config = dir / "bad.yaml";
+  std::ofstream(config) << "name: bad\nhardware: p100x4_pcie\nworkloads: [transformer_xl_2]\n"
+                           "agents:\n  - metis\n  - hpd\nseeds: [1]\nouptut: x.h5\n";
+  auto r = run_command(kGopt + " run " + config.string() + " --set agents.0.budget.steps=3");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "gopt: error: " + config.string() + ": 3 problems in the config:"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, config.string() + ":6:5: agents[1].name: unknown agent 'hpd' (did "
+                                                "you mean 'hdp'?)"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, config.string() + ":8:1: ouptut: unknown key 'ouptut' (did you "
+                                                "mean 'output'?)"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err,
+                       "--set agents.0.budget.steps=3: agents[0].budget: agent 'metis' "
+                       "does not learn"))
+      << r.err;
+  auto usage = run_command(kGopt + " run " + config.string() + " --jobs 0");
+  EXPECT_EQ(usage.exit_code, 2) << usage.err;
+}
+
+TEST(RunCommandTest, AWorkloadThatFailsToLoadLeavesNoFile) {
+  auto dir = temp_dir();
+  auto config = dir / "cycle.yaml";
+  std::ofstream(config) << "name: cycle\nhardware: p100x2_pcie\nagents: [single_device]\n"
+                           "workloads: ["
+                        << kData << "/graphs/cycle.json]\n";
+  auto out = dir / "cycle.h5";
+  auto r = run_command(kGopt + " run " + config.string() + " --out " + out.string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "cycle.json: graph 'cycle': contains a cycle")) << r.err;
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST(ShippedConfigsTest, EveryConfigLoads) {
+  int n = 0;
+  for (const auto& entry : fs::directory_iterator(kSource + "/experiments/configs")) {
+    if (entry.path().extension() != ".yaml") continue;
+    SCOPED_TRACE(entry.path().string());
+    EXPECT_NO_THROW((void)load_config(entry.path()));
+    ++n;
+  }
+  EXPECT_GE(n, 9);
+}
+
+TEST(ShippedConfigsTest, SmallVariantsRunAndPrintTheirTables) {
+  auto dir = temp_dir();
+  struct Case {
+    std::string config;
+    std::string skipped;  // a planned agent or backend the run must skip with a message
+    std::string table;    // a table heading `gopt table` must print
+  };
+  for (const Case& c : {Case{"table1_placement_small", "skipping agent 'go_one'", "## Placement"},
+                        Case{"table2_generalization_small", "skipping agent 'go_finetune'",
+                             "## Generalization: step time on held-out graphs"},
+                        Case{"table3_multitask_small", "skipping agent 'go_multitask'",
+                             "| workload         | heft vs TF default | heft vs single GPU |"},
+                        Case{"validation_small", "skipping simulator validation on backend 'cpu'",
+                             "## Simulator validation"}}) {
+    SCOPED_TRACE(c.config);
+    auto out = (dir / (c.config + ".h5")).string();
+    auto run = run_command(kGopt + " run " + kSource + "/experiments/configs/" + c.config +
+                           ".yaml --out " + out);
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    EXPECT_TRUE(contains(run.err, c.skipped)) << run.err;
+    auto table = run_command(kGopt + " table " + out);
+    ASSERT_EQ(table.exit_code, 0) << table.err;
+    EXPECT_TRUE(contains(table.out, c.table)) << table.out;
+  }
+}
+
+TEST(TableCommandTest, PrintsTheFixtureTables) {
+  const std::string fixture = kData + "/results/fixture.h5";
+  auto md = run_command(kGopt + " table " + fixture);
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  EXPECT_EQ(md.out, read_text(kData + "/results/fixture_table.md"));
+  auto csv = run_command(kGopt + " table " + fixture + " --format csv");
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  EXPECT_EQ(csv.out, read_text(kData + "/results/fixture_table.csv"));
+  auto one = run_command(kGopt + " table " + fixture + " --table generalization");
+  EXPECT_EQ(one.exit_code, 1);
+  EXPECT_TRUE(contains(one.err, "no 'generalization' table in this file; it has: placement"))
+      << one.err;
+}
+
+TEST(TableCommandTest, NonGoptAndTruncatedFilesAreClearErrors) {
+  const std::string not_gopt = kData + "/results/not_gopt.h5";
+  auto r = run_command(kGopt + " table " + not_gopt);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "gopt: error: " + not_gopt + ": not a gopt results file")) << r.err;
+  const std::string truncated = kData + "/results/truncated.h5";
+  auto t = run_command(kGopt + " table " + truncated);
+  EXPECT_EQ(t.exit_code, 1);
+  EXPECT_TRUE(contains(t.err, "gopt: error: " + truncated + ": ")) << t.err;
+  EXPECT_TRUE(contains(t.err, "truncated")) << t.err;
+  auto missing = run_command(kGopt + " table " + kData + "/results/none.h5");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_TRUE(contains(missing.err, "none.h5: no such file")) << missing.err;
+}
+
+}  // namespace
+}  // namespace gopt::experiments
