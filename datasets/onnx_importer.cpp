@@ -15,6 +15,7 @@
 
 #include "core/errors.h"
 #include "core/graph_io.h"
+#include "datasets/flop_conventions.h"
 
 namespace gopt::datasets {
 namespace {
@@ -23,13 +24,6 @@ using core::Flops;
 using core::NodeId;
 using core::Phase;
 using core::Shape;
-
-// FLOPs per element for the non-matrix rules (docs/onnx-import.md).
-constexpr double kTranscendentalFlops = 4;
-constexpr double kNormFlops = 8;
-constexpr double kSoftmaxFlops = 5;
-constexpr double kAdamFlops = 10;
-constexpr double kSgdFlops = 2;
 
 std::optional<core::DType> dtype_of(int elem_type) {
   using T = onnx::TensorProto_DataType;

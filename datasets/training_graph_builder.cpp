@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "core/errors.h"
+#include "datasets/flop_conventions.h"
 
 namespace gopt::datasets {
 namespace {
@@ -12,14 +13,6 @@ using core::Flops;
 using core::NodeId;
 using core::Phase;
 using core::Shape;
-
-// FLOPs per element (docs/workloads.md, "Cost conventions").
-constexpr double kPointwiseFlops = 1;
-constexpr double kTranscendentalFlops = 4;
-constexpr double kSoftmaxFlops = 5;
-constexpr double kNormFlops = 8;
-constexpr double kAdamFlops = 10;
-constexpr double kSgdFlops = 2;
 
 double elems(const Shape& s) { return static_cast<double>(core::num_elements(s)); }
 
