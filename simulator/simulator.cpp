@@ -5,15 +5,18 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <type_traits>
 
 #include "core/errors.h"
 
 namespace gopt::simulator {
 namespace {
 
+// An index (never negative) as a size_t. Through the unsigned type of the same width, so
+// that a 32-bit index costs no sign extension (x86 zero-extends 32-bit values for free).
 template <typename I>
 std::size_t at(I i) {
-  return static_cast<std::size_t>(i);
+  return static_cast<std::size_t>(static_cast<std::make_unsigned_t<I>>(i));
 }
 
 // An event: a kernel finishing or a transfer arriving. Ordered by (time, sequence number);
@@ -25,6 +28,8 @@ __extension__ typedef unsigned __int128 EventOrder;
 
 struct Event {
   EventOrder order;
+
+  Event() : order(0) {}
 
   Event(Seconds time, std::uint64_t key) {
     std::uint64_t bits = 0;
@@ -43,26 +48,115 @@ struct Event {
 constexpr std::uint64_t kArrivalBit = std::uint64_t{1} << 31;
 constexpr std::uint64_t kIdMask = kArrivalBit - 1;
 
-// Binary min-heap over a vector whose capacity is kept between simulations; pops use
-// Floyd's bottom-up sift (one branch-free comparison per level).
-class EventQueue {
+// A run of events sorted by (time, sequence), in an array whose capacity is kept: push
+// shifts the later events up by one, pop takes the front. Every pushed event orders after
+// the last popped one (times never precede `now`; a kernel or a transfer issued now gets
+// the newest sequence number; a route's next transfer ends no earlier and was issued
+// later than the one arriving), so the last popped event, kept just before the front,
+// stops the shift without a bounds check; a maximal event after the back makes an empty
+// run's front lose every comparison.
+class SortedEvents {
  public:
-  void reserve(std::size_t n) { heap_.reserve(n); }
-  void clear() { heap_.clear(); }
-  [[nodiscard]] bool empty() const { return heap_.empty(); }
-
+  void reserve(std::size_t bound) {
+    events_.resize(bound + kSlack);
+    clear();
+  }
+  void clear() {
+    events_[0] = Event{};
+    head_ = 1;
+    tail_ = 1;
+    events_[tail_].order = ~EventOrder{0};
+  }
+  [[nodiscard]] const Event& front() const { return events_[head_]; }
+  void pop_front() { ++head_; }
   void push(Event ev) {
-    heap_.push_back(ev);
-    sift_up(heap_.size() - 1, ev.order);
+    Event* h = events_.data();
+    if (tail_ + 1 == events_.size()) {
+      // Move the live events and both sentinels back to the start (no call: hot loop).
+      for (std::size_t i = head_ - 1; i <= tail_; ++i) h[i - head_ + 1] = h[i];
+      tail_ -= head_ - 1;
+      head_ = 1;
+      assert(tail_ + 1 < events_.size() && "more events than the bound given to reserve()");
+    }
+    assert(h[head_ - 1].order < ev.order && "event scheduled before the last one processed");
+    std::size_t i = tail_++;
+    h[tail_] = h[i];
+    while (ev.order < h[i - 1].order) {
+      h[i] = h[i - 1];
+      --i;
+    }
+    h[i] = ev;
   }
 
-  Event pop() {
+ private:
+  static constexpr std::size_t kSlack = 64;  // pushes between two compactions, at least
+
+  std::vector<Event> events_;
+  std::size_t head_ = 1;  // the first live event, after the last popped one
+  std::size_t tail_ = 1;  // one past the last live event, holding the maximal event
+};
+
+// The event queue. Clusters of up to 8 devices hold a few dozen events at most, kernels
+// (one per busy stream) and arrivals (one per route with transfers in flight), so each
+// kind is a SortedEvents and a pop compares the two fronts. Larger clusters use one binary
+// min-heap.
+class EventQueue {
+ public:
+  /// The most kernels and arrivals ever queued at once.
+  void reserve(std::size_t kernel_bound, std::size_t arrival_bound) {
+    sorted_ = kernel_bound + arrival_bound <= kSortedBound;
+    if (sorted_) {
+      kernels_.reserve(kernel_bound);
+      arrivals_.reserve(arrival_bound);
+    } else {
+      heap_.resize(kernel_bound + arrival_bound);
+    }
+    clear();
+  }
+  void clear() {
+    if (sorted_) {
+      kernels_.clear();
+      arrivals_.clear();
+    }
+    size_ = 0;
+  }
+
+  void push_kernel(Event ev) {
+    if (sorted_) {
+      kernels_.push(ev);
+    } else {
+      push_heap(ev);
+    }
+  }
+  void push_arrival(Event ev) {
+    if (sorted_) {
+      arrivals_.push(ev);
+    } else {
+      push_heap(ev);
+    }
+  }
+
+  /// Takes the first event into `ev`; false when there is none.
+  bool pop(Event& ev) {
+    if (sorted_) {
+      const EventOrder kernel = kernels_.front().order;
+      const EventOrder arrival = arrivals_.front().order;
+      if (kernel < arrival) {
+        ev.order = kernel;
+        kernels_.pop_front();
+        return true;
+      }
+      if (arrival == ~EventOrder{0}) return false;  // both runs empty: their back sentinels
+      ev.order = arrival;
+      arrivals_.pop_front();
+      return true;
+    }
+    if (size_ == 0) return false;
+    // Floyd: move the hole at the root down to a leaf along the smaller children (one
+    // branch-free comparison per level), then sift the last event up from there.
     Event* h = heap_.data();
-    const Event top = h[0];
-    const EventOrder last = heap_.back().order;
-    heap_.pop_back();
-    const std::size_t n = heap_.size();
-    if (n == 0) return top;
+    ev = h[0];
+    const std::size_t n = --size_;
     std::size_t hole = 0;
     for (;;) {
       std::size_t child = 2 * hole + 1;
@@ -74,11 +168,18 @@ class EventQueue {
       h[hole] = h[child];
       hole = child;
     }
-    sift_up(hole, last);
-    return top;
+    if (hole != n) sift_up(hole, h[n].order);
+    return true;
   }
 
  private:
+  static constexpr std::size_t kSortedBound = 8 + 8 * 8;  // 8 devices, one stream each
+
+  void push_heap(Event ev) {
+    assert(size_ < heap_.size() && "more events than the bound given to reserve()");
+    sift_up(size_++, ev.order);
+  }
+
   void sift_up(std::size_t i, EventOrder order) {
     Event* h = heap_.data();
     while (i > 0) {
@@ -90,13 +191,18 @@ class EventQueue {
     h[i].order = order;
   }
 
+  bool sorted_ = true;
+  SortedEvents kernels_;
+  SortedEvents arrivals_;
   std::vector<Event> heap_;
+  std::size_t size_ = 0;  // of the heap
 };
 
-// Min-heap of ready-queue keys (priority, topological rank) for one device. Pops move the
-// hole down to a leaf with one branch-free comparison per level, then sift the last key
-// up (Floyd's bottom-up heap): ready queues of large graphs hold hundreds of ops.
-class ReadyQueue {
+// Min-heap of ready-queue keys (priority, topological rank) for one device, used when the
+// decision has priorities. Pops move the hole down to a leaf with one branch-free
+// comparison per level, then sift the last key up (Floyd's bottom-up heap): ready queues of
+// large graphs hold hundreds of ops.
+class ReadyHeap {
  public:
   void reserve(std::size_t n) { heap_.reserve(n); }
   void clear() { heap_.clear(); }
@@ -142,13 +248,66 @@ class ReadyQueue {
   std::vector<std::uint64_t> heap_;
 };
 
+// The ready queue of one device when the decision has no priorities: the set of ready
+// topological ranks as a two-level bitmap (a bit per rank, a summary bit per word), so push
+// and pop-min cost a few instructions. Ranks become ready nearly in increasing order, so
+// the scan for the first non-empty summary word is short.
+class RankSet {
+ public:
+  void resize(std::size_t num_ranks) {
+    words_.assign((num_ranks + 63) / 64, 0);
+    summary_.assign((words_.size() + 63) / 64 + 1, 0);
+    summary_.back() = 1;  // sentinel: stops the scan in pop() (never reached when non-empty)
+    first_ = summary_.size() - 1;
+    size_ = 0;
+  }
+  void clear() {
+    if (size_ != 0) {
+      std::fill(words_.begin(), words_.end(), 0);
+      std::fill(summary_.begin(), summary_.end() - 1, 0);
+    }
+    first_ = summary_.size() - 1;
+    size_ = 0;
+  }
+  [[nodiscard]] bool empty() const { return size_ == 0; }
+  void push(std::uint32_t rank) {
+    const std::size_t w = rank >> 6;
+    words_[w] |= std::uint64_t{1} << (rank & 63);
+    const std::size_t s = w >> 6;
+    summary_[s] |= std::uint64_t{1} << (w & 63);
+    first_ = std::min(first_, s);
+    ++size_;
+  }
+  std::uint32_t pop() {
+    std::size_t s = first_;
+    while (summary_[s] == 0) ++s;
+    first_ = s;
+    const std::uint64_t summary = summary_[s];
+    const std::size_t w = s * 64 + static_cast<std::size_t>(__builtin_ctzll(summary));
+    std::uint64_t bits = words_[w];
+    const auto rank =
+        static_cast<std::uint32_t>(w * 64 + static_cast<std::size_t>(__builtin_ctzll(bits)));
+    bits &= bits - 1;
+    words_[w] = bits;
+    if (bits == 0) summary_[s] = summary & (summary - 1);
+    --size_;
+    return rank;
+  }
+
+ private:
+  std::vector<std::uint64_t> words_;
+  std::vector<std::uint64_t> summary_;
+  std::size_t first_ = 0;  // no summary word before it is non-empty
+  std::size_t size_ = 0;
+};
+
 // Higher priority first: map an int32 priority to a 32-bit value that sorts the other way.
 inline std::uint64_t priority_bits(std::int32_t priority) {
   auto biased = static_cast<std::uint32_t>(priority) ^ 0x80000000u;
   return static_cast<std::uint64_t>(~biased) << 32;
 }
 
-// Hot state of a transfer (40 bytes); request and start times are kept only while an
+// Hot state of a transfer (48 bytes); request and start times are kept only while an
 // observer is attached (TransferTimes).
 struct Transfer {
   NodeId producer;
@@ -157,7 +316,39 @@ struct Transfer {
   std::int32_t recv_refs;  // data edges into consumers on dst still to finish
   Bytes bytes;
   Seconds end_s;
-  std::uint64_t event_key;  // (sequence, kind, id) of its arrival event
+  std::uint32_t sequence;       // of its arrival event
+  std::int32_t next_in_route;   // next transfer on the same (src, dst) route, -1 for none
+  std::int32_t consumer_begin;  // the consumers it serves: Impl::consumers_[begin, end),
+  std::int32_t consumer_end;    // in the producer's out-edge order
+};
+
+// The graph's edges as the engine reads them, packed: an out-edge with its target's in-slot
+// and bytes; an in-slot with its source and whether it carries data.
+struct OutEdge {
+  NodeId target;
+  core::EdgeIndex slot;
+  Bytes bytes;
+};
+struct InEdge {
+  NodeId source;
+  std::int32_t has_bytes;
+};
+
+// Per-op state of one run, together because an event touches it together. Fused, the
+// task fields (pending, stream) are indexed by group and the op fields by op.
+struct OpState {
+  std::int32_t pending;  // task: inputs not yet available on its device
+  std::int32_t refs;     // op: consumers and transfers still holding its output buffer
+  std::int32_t stream;   // task: the compute stream it runs on
+  DeviceId device;       // op: its placement
+};
+
+// A remote out-edge met while an op finishes, kept until its transfer is issued.
+struct RemoteEdge {
+  NodeId consumer;
+  DeviceId device;
+  core::EdgeIndex slot;  // the edge's in-slot at the consumer
+  std::int32_t has_bytes;
 };
 
 struct TransferTimes {
@@ -210,35 +401,48 @@ class Simulator::Impl {
   std::vector<Seconds> task_time_;          // fused only
   std::vector<std::uint64_t> task_key_;     // fused only
   std::vector<std::int32_t> task_of_rank_;  // fused only
-  std::vector<std::int32_t> pending_;
-  std::vector<std::int32_t> task_stream_;
+  std::vector<OpState> ops_;
   std::vector<Seconds> task_start_;
-  std::vector<std::int32_t> local_refs_;
-  std::vector<std::int32_t> edge_transfer_;
+  std::vector<std::int32_t> slot_transfer_;  // in-slot -> the transfer feeding it (remote)
+  // Transfers and their consumers are written at an index rather than pushed: no call in
+  // the dispatch loop (sized num_edges: a transfer serves at least one edge).
+  // Unobserved runs reuse the slot of a transfer whose last consumer has finished (LIFO),
+  // so the live transfers stay in cache; observed runs number them in issue order.
   std::vector<Transfer> transfers_;
-  std::vector<std::int32_t> next_in_pair_;     // next transfer on the same route, -1 for none
+  std::int32_t num_transfers_ = 0;  // issued
+  std::int32_t num_slots_ = 0;      // slots of transfers_ ever used in this run
+  std::vector<std::int32_t> free_slots_;
+  std::int32_t num_free_slots_ = 0;
+  std::vector<NodeId> consumers_;  // see Transfer::consumer_begin
+  std::int32_t num_consumers_ = 0;
+  std::vector<RemoteEdge> remote_edges_;       // scratch of produce(), max out-degree
+  std::vector<DeviceId> remote_devices_;       // scratch: in order of first out-edge
   std::vector<TransferTimes> transfer_times_;  // only with an observer
   // Link statistics are accumulated per route and spread over its links at the end.
   std::vector<Bytes> pair_bytes_;
   std::vector<Seconds> pair_busy_s_;
   std::vector<std::int32_t> pair_count_;
-  std::vector<Bytes> in_bytes_;  // edge bytes in in-slot order
+  std::vector<core::EdgeIndex> out_offset_;  // fixed: CSR of out_edges_ by op
+  std::vector<OutEdge> out_edges_;
+  std::vector<core::EdgeIndex> in_offset_;  // fixed: CSR of in_edges_ by op
+  std::vector<InEdge> in_edges_;
   // Arrivals on one (src, dst) route happen in issue order (the route's links are FIFO),
   // so each route keeps a FIFO of its transfers and only its head sits in the event
   // queue: the queue holds at most streams + devices^2 events.
-  std::vector<std::int32_t> pair_head_;
   std::vector<std::int32_t> pair_tail_;
-  std::vector<ReadyQueue> ready_;
+  std::vector<ReadyHeap> ready_;      // with priorities
+  std::vector<RankSet> ready_ranks_;  // without
+  bool by_rank_ = true;               // no priorities: ready_ranks_ serve
   std::vector<std::uint64_t> busy_streams_;
   std::vector<int> idle_streams_;
   std::vector<Bytes> memory_;
   std::vector<Seconds> channel_free_s_;
   std::vector<std::uint64_t> remote_mark_;
-  std::vector<std::uint64_t> transfer_mark_;
   std::vector<Bytes> remote_bytes_;
   std::vector<std::int32_t> remote_transfer_;
-  std::vector<DeviceId> dirty_;
-  std::vector<std::uint8_t> is_dirty_;
+  std::vector<DeviceId> dirty_;  // the first num_dirty_, in the order they were marked
+  std::int32_t num_dirty_ = 0;
+  std::vector<std::int32_t> is_dirty_;
   EventQueue events_;
   std::uint64_t stamp_ = 0;
   std::uint64_t sequence_ = 0;
@@ -248,37 +452,40 @@ class Simulator::Impl {
   SimulationResult result_;
 
  private:
-  template <bool kFused>
+  template <bool kFused, bool kObserved>
   void run();
-  template <bool kFused>
+  template <bool kFused, bool kObserved>
   void start(std::int32_t task, DeviceId d);
-  template <bool kFused>
+  template <bool kFused, bool kObserved>
   void finish(std::int32_t task);
-  template <bool kFused>
+  template <bool kFused, bool kObserved>
   void produce(NodeId op, DeviceId d, std::int32_t task);
-  template <bool kFused>
+  template <bool kFused, bool kObserved>
   void arrive(std::int32_t transfer);
-  template <bool kFused>
+  template <bool kFused, bool kObserved>
   void dispatch(DeviceId d);
-  template <bool kFused>
+  template <bool kFused, bool kObserved>
   void make_ready(std::int32_t task, DeviceId d);
-  template <bool kFused>
+  template <bool kFused, bool kObserved>
   void satisfy(NodeId consumer, DeviceId d);
   template <bool kFused>
   bool needs_buffer(NodeId op) const;
 
   void prepare_fusion(const core::Decision& decision);
-  void issue_transfer(NodeId producer, DeviceId src, DeviceId dst, Bytes bytes);
+  template <bool kObserved>
+  std::int32_t issue_transfer(NodeId producer, DeviceId src, DeviceId dst, Bytes bytes);
   void allocate(DeviceId d, Bytes bytes);
   void release(DeviceId d, Bytes bytes) { memory_[at(d)] -= bytes; }
   void push_event(Seconds time, std::uint64_t kind_and_id) {
-    events_.push(Event{time, (sequence_++ << 32) | kind_and_id});
+    events_.push_kernel(Event{time, (sequence_++ << 32) | kind_and_id});
   }
-  std::uint64_t next_key(std::uint64_t kind_and_id) { return (sequence_++ << 32) | kind_and_id; }
+  static std::uint64_t arrival_key(std::uint32_t sequence, std::int32_t id) {
+    return (std::uint64_t{sequence} << 32) | kArrivalBit | static_cast<std::uint64_t>(id);
+  }
   void mark_dirty(DeviceId d) {
     if (!is_dirty_[at(d)]) {
       is_dirty_[at(d)] = 1;
-      dirty_.push_back(d);
+      dirty_[at(num_dirty_++)] = d;
     }
   }
   KernelEvent kernel_event(std::int32_t task, DeviceId d) const;
@@ -336,8 +543,14 @@ Simulator::Impl::Impl(const core::CompiledGraph& graph, const hardware::Cluster&
 
   // Routes: channels, summed latency and the bottleneck per-byte cost of each pair.
   std::vector<hardware::LinkCost> link_costs;
-  for (hardware::LinkId l = 0; l < cluster.num_links(); ++l)
+  for (hardware::LinkId l = 0; l < cluster.num_links(); ++l) {
     link_costs.push_back(cost_model.link_cost(l));
+    // Transfers then never end before they start, which the event queue relies on.
+    GOPT_ASSERT(link_costs.back().latency_s >= 0 && link_costs.back().seconds_per_byte >= 0 &&
+                    link_costs.back().latency_s < std::numeric_limits<Seconds>::infinity() &&
+                    link_costs.back().seconds_per_byte < std::numeric_limits<double>::infinity(),
+                "cost model returned a negative or infinite link cost");
+  }
   pair_route_offset_.push_back(0);
   for (DeviceId s = 0; s < num_devices_; ++s) {
     for (DeviceId t = 0; t < num_devices_; ++t) {
@@ -363,34 +576,50 @@ Simulator::Impl::Impl(const core::CompiledGraph& graph, const hardware::Cluster&
   groups_ = &identity_groups_;
 
   // Buffers sized once.
-  pending_.resize(at(n_));
-  task_stream_.resize(at(n_));
+  ops_.resize(at(n_));
   task_start_.resize(at(n_));
-  local_refs_.resize(at(n_));
-  edge_transfer_.resize(at(graph.num_edges()));
-  transfers_.reserve(at(graph.num_edges()));
-  next_in_pair_.reserve(at(graph.num_edges()));
+  slot_transfer_.resize(at(graph.num_edges()));
+  transfers_.resize(at(graph.num_edges()));
+  free_slots_.resize(at(graph.num_edges()));
+  consumers_.resize(at(graph.num_edges()));
+  core::EdgeIndex max_out_degree = 0;
+  for (NodeId v = 0; v < n_; ++v) max_out_degree = std::max(max_out_degree, graph.out_degree(v));
+  remote_edges_.resize(at(max_out_degree));
+  remote_devices_.resize(D);
   pair_bytes_.assign(D * D, 0);
   pair_busy_s_.assign(D * D, 0);
   pair_count_.assign(D * D, 0);
-  in_bytes_.resize(at(graph.num_edges()));
-  for (core::EdgeIndex s = 0; s < graph.num_edges(); ++s)
-    in_bytes_[at(s)] = graph.edge_bytes(graph.in_edge(s));
+  out_offset_.resize(at(n_) + 1);
+  in_offset_.resize(at(n_) + 1);
+  for (NodeId v = 0; v <= n_; ++v) {
+    out_offset_[at(v)] = v < n_ ? graph.out_begin(v) : graph.num_edges();
+    in_offset_[at(v)] = v < n_ ? graph.in_begin(v) : graph.num_edges();
+  }
+  out_edges_.resize(at(graph.num_edges()));
+  in_edges_.resize(at(graph.num_edges()));
+  std::vector<core::EdgeIndex> slot_of_edge(at(graph.num_edges()));
+  for (core::EdgeIndex s = 0; s < graph.num_edges(); ++s) slot_of_edge[at(graph.in_edge(s))] = s;
+  for (core::EdgeIndex e = 0; e < graph.num_edges(); ++e) {
+    out_edges_[at(e)] = OutEdge{graph.out_target(e), slot_of_edge[at(e)], graph.edge_bytes(e)};
+  }
+  for (core::EdgeIndex s = 0; s < graph.num_edges(); ++s) {
+    in_edges_[at(s)] = InEdge{graph.in_source(s), graph.edge_bytes(graph.in_edge(s)) > 0};
+  }
   ready_.resize(D);
   for (auto& q : ready_) q.reserve(at(n_));
+  ready_ranks_.resize(D);
+  for (auto& q : ready_ranks_) q.resize(at(n_));
   busy_streams_.resize(D);
   idle_streams_.resize(D);
   memory_.resize(D);
   channel_free_s_.resize(2 * at(cluster.num_links()));
-  pair_head_.assign(D * D, -1);
   pair_tail_.assign(D * D, -1);
   remote_mark_.assign(D, 0);
-  transfer_mark_.assign(D, 0);
   remote_bytes_.resize(D);
   remote_transfer_.resize(D);
-  dirty_.reserve(D);
+  dirty_.resize(D);
   is_dirty_.assign(D, 0);
-  events_.reserve(at(cluster.total_compute_streams()) + D * D + 16);
+  events_.reserve(at(cluster.total_compute_streams()), D * D);
   result_.devices.resize(D);
   result_.links.resize(at(cluster.num_links()));
 }
@@ -419,40 +648,50 @@ bool Simulator::Impl::needs_buffer(NodeId op) const {
   }
 }
 
-template <bool kFused>
+template <bool kFused, bool kObserved>
 void Simulator::Impl::make_ready(std::int32_t task, DeviceId d) {
   std::uint64_t key;
   if constexpr (kFused) {
     key = task_key_[at(task)];
   } else {
     key = static_cast<std::uint32_t>(topo_rank_[task]);
-    if (priority_) key |= priority_bits(priority_[task]);
+    if (!by_rank_) key |= priority_bits(priority_[task]);
   }
-  ready_[at(d)].push(key);
+  if (by_rank_) {
+    ready_ranks_[at(d)].push(static_cast<std::uint32_t>(key));
+  } else {
+    ready_[at(d)].push(key);
+  }
   mark_dirty(d);
 }
 
-template <bool kFused>
+template <bool kFused, bool kObserved>
 void Simulator::Impl::satisfy(NodeId consumer, DeviceId d) {
   std::int32_t task = kFused ? groups_->group_of[at(consumer)] : consumer;
-  if (--pending_[at(task)] == 0) make_ready<kFused>(task, d);
+  if (--ops_[at(task)].pending == 0) make_ready<kFused, kObserved>(task, d);
 }
 
-template <bool kFused>
+template <bool kFused, bool kObserved>
 void Simulator::Impl::dispatch(DeviceId d) {
-  ReadyQueue& queue = ready_[at(d)];
+  if (by_rank_) {
+    RankSet& queue = ready_ranks_[at(d)];
+    while (idle_streams_[at(d)] > 0 && !queue.empty()) {
+      const std::uint32_t rank = queue.pop();
+      start<kFused, kObserved>(kFused ? task_of_rank_[rank] : topo_order_[rank], d);
+    }
+    return;
+  }
+  ReadyHeap& queue = ready_[at(d)];
   while (idle_streams_[at(d)] > 0 && !queue.empty()) {
     auto rank = static_cast<std::uint32_t>(queue.pop());
-    std::int32_t task = kFused ? task_of_rank_[rank] : topo_order_[rank];
-    start<kFused>(task, d);
+    start<kFused, kObserved>(kFused ? task_of_rank_[rank] : topo_order_[rank], d);
   }
 }
 
-template <bool kFused>
+template <bool kFused, bool kObserved>
 void Simulator::Impl::start(std::int32_t task, DeviceId d) {
-  std::uint64_t busy = busy_streams_[at(d)];
-  int stream = 0;
-  while (busy & (std::uint64_t{1} << stream)) ++stream;
+  const std::uint64_t busy = busy_streams_[at(d)];
+  const int stream = __builtin_ctzll(~busy);
   busy_streams_[at(d)] = busy | (std::uint64_t{1} << stream);
   --idle_streams_[at(d)];
   Seconds duration;
@@ -470,103 +709,123 @@ void Simulator::Impl::start(std::int32_t task, DeviceId d) {
   DeviceResult& dev = result_.devices[at(d)];
   dev.busy_s += duration;
   ++dev.num_kernels;
-  task_stream_[at(task)] = stream;
-  task_start_[at(task)] = now_;
+  ops_[at(task)].stream = stream;
+  if constexpr (kObserved) task_start_[at(task)] = now_;  // read by kernel_event() only
   push_event(now_ + duration, static_cast<std::uint64_t>(task));
-  if (observer_) observer_->on_kernel_start(kernel_event(task, d));
+  if constexpr (kObserved) observer_->on_kernel_start(kernel_event(task, d));
 }
 
-void Simulator::Impl::issue_transfer(NodeId producer, DeviceId src, DeviceId dst, Bytes bytes) {
-  auto id = static_cast<std::int32_t>(transfers_.size());
+template <bool kObserved>
+std::int32_t Simulator::Impl::issue_transfer(NodeId producer, DeviceId src, DeviceId dst,
+                                             Bytes bytes) {
+  ++num_transfers_;
+  const std::int32_t id =
+      !kObserved && num_free_slots_ > 0 ? free_slots_[at(--num_free_slots_)] : num_slots_++;
   auto pair = at(src) * at(num_devices_) + at(dst);
   Seconds start_s = now_;
   const std::int32_t* first = pair_channels_.data() + pair_route_offset_[pair];
   const std::int32_t* last = pair_channels_.data() + pair_route_offset_[pair + 1];
+  Seconds* channel_free_s = channel_free_s_.data();
   for (const std::int32_t* c = first; c < last; ++c)
-    start_s = std::max(start_s, channel_free_s_[at(*c)]);
+    start_s = std::max(start_s, channel_free_s[at(*c)]);
   Seconds duration =
       pair_latency_s_[pair] + static_cast<double>(bytes) * pair_seconds_per_byte_[pair];
   Seconds end_s = start_s + duration;
-  for (const std::int32_t* c = first; c < last; ++c) channel_free_s_[at(*c)] = end_s;
+  for (const std::int32_t* c = first; c < last; ++c) channel_free_s[at(*c)] = end_s;
   pair_bytes_[pair] += bytes;
   pair_busy_s_[pair] += duration;
   ++pair_count_[pair];
-  std::uint64_t key = next_key(kArrivalBit | static_cast<std::uint64_t>(id));
-  transfers_.push_back(Transfer{producer, src, dst, 0, bytes, end_s, key});
-  next_in_pair_.push_back(-1);
-  if (observer_) transfer_times_.push_back(TransferTimes{now_, start_s});
-  if (pair_tail_[pair] < 0) {
-    pair_head_[pair] = id;
-    events_.push(Event{end_s, key});
+  const auto sequence = static_cast<std::uint32_t>(sequence_++);
+  transfers_[at(id)] = Transfer{producer, src, dst, 0, bytes, end_s, sequence, -1, 0, 0};
+  if constexpr (kObserved) transfer_times_.push_back(TransferTimes{now_, start_s});
+  const std::int32_t tail = pair_tail_[pair];
+  if (tail < 0) {
+    events_.push_arrival(Event{end_s, arrival_key(sequence, id)});
   } else {
-    assert(end_s >= transfers_[at(pair_tail_[pair])].end_s && "route FIFO out of order");
-    next_in_pair_[at(pair_tail_[pair])] = id;
+    assert(end_s >= transfers_[at(tail)].end_s && "route FIFO out of order");
+    transfers_[at(tail)].next_in_route = id;
   }
   pair_tail_[pair] = id;
-  if (observer_) observer_->on_transfer_start(transfer_event(id));
+  if constexpr (kObserved) observer_->on_transfer_start(transfer_event(id));
+  return id;
 }
 
-template <bool kFused>
+template <bool kFused, bool kObserved>
 void Simulator::Impl::produce(NodeId op, DeviceId d, std::int32_t task) {
-  const DeviceId* place = place_;
+  OpState* ops = ops_.data();
   std::int32_t refs = 0;
   const std::uint64_t stamp = ++stamp_;
-  bool any_remote = false;
-  const auto out_begin = g_.out_begin(op);
-  const auto out_end = g_.out_end(op);
-  for (auto e = out_begin; e < out_end; ++e) {
-    NodeId c = g_.out_target(e);
+  RemoteEdge* remote = remote_edges_.data();
+  std::size_t num_remote = 0;
+  std::size_t num_devices = 0;
+  const OutEdge* out_end = out_edges_.data() + out_offset_[at(op) + 1];
+  for (const OutEdge* e = out_edges_.data() + out_offset_[at(op)]; e < out_end; ++e) {
+    const NodeId c = e->target;
     if constexpr (kFused) {
       if (groups_->group_of[at(c)] == task) continue;
     }
-    DeviceId dc = place[c];
-    Bytes bytes = g_.edge_bytes(e);
+    const DeviceId dc = ops[c].device;
+    const Bytes bytes = e->bytes;
     if (dc == d) {
       refs += bytes > 0;
-      satisfy<kFused>(c, d);
-    } else if (remote_mark_[at(dc)] != stamp) {
+      satisfy<kFused, kObserved>(c, d);
+      continue;
+    }
+    if (remote_mark_[at(dc)] != stamp) {
       remote_mark_[at(dc)] = stamp;
       remote_bytes_[at(dc)] = bytes;
-      any_remote = true;
+      remote_devices_[num_devices++] = dc;
     } else {
       remote_bytes_[at(dc)] = std::max(remote_bytes_[at(dc)], bytes);
     }
+    remote[num_remote++] = RemoteEdge{c, dc, e->slot, bytes > 0};
   }
-  if (any_remote) {
-    for (auto e = out_begin; e < out_end; ++e) {
-      NodeId c = g_.out_target(e);
-      DeviceId dc = place[c];
-      if (dc == d) continue;
-      if (transfer_mark_[at(dc)] != stamp) {
-        transfer_mark_[at(dc)] = stamp;
-        if (remote_bytes_[at(dc)] > 0) {
-          remote_transfer_[at(dc)] = static_cast<std::int32_t>(transfers_.size());
-          issue_transfer(op, d, dc, remote_bytes_[at(dc)]);
-          ++refs;
-        } else {
-          remote_transfer_[at(dc)] = -1;  // control only: satisfied now, nothing sent
-        }
+  if (num_remote > 0) {
+    // One transfer per remote device, issued in the order of the devices' first out-edges;
+    // its consumers are listed contiguously.
+    bool control_only = false;
+    for (std::size_t i = 0; i < num_devices; ++i) {
+      const DeviceId dc = remote_devices_[i];
+      if (remote_bytes_[at(dc)] == 0) {
+        control_only = true;  // satisfied below, nothing sent
+        remote_transfer_[at(dc)] = -1;
+        continue;
       }
-      std::int32_t t = remote_transfer_[at(dc)];
-      if (t < 0) {
-        satisfy<kFused>(c, dc);
-      } else {
-        edge_transfer_[at(e)] = t;
-        transfers_[at(t)].recv_refs += g_.edge_bytes(e) > 0;
+      const std::int32_t t = issue_transfer<kObserved>(op, d, dc, remote_bytes_[at(dc)]);
+      ++refs;
+      Transfer& tr = transfers_[at(t)];
+      std::int32_t num_consumers = num_consumers_;
+      tr.consumer_begin = num_consumers;
+      const bool one_device = num_devices == 1;  // usual: no test per edge
+      for (std::size_t k = 0; k < num_remote; ++k) {
+        if (!one_device && remote[k].device != dc) continue;
+        slot_transfer_[at(remote[k].slot)] = t;
+        tr.recv_refs += remote[k].has_bytes;
+        consumers_[at(num_consumers++)] = remote[k].consumer;
+      }
+      tr.consumer_end = num_consumers;
+      num_consumers_ = num_consumers;
+      remote_transfer_[at(dc)] = t;
+    }
+    if (control_only) {
+      for (std::size_t k = 0; k < num_remote; ++k) {
+        if (remote_transfer_[at(remote[k].device)] < 0) {
+          satisfy<kFused, kObserved>(remote[k].consumer, remote[k].device);
+        }
       }
     }
   }
-  local_refs_[at(op)] = refs;
+  ops_[at(op)].refs = refs;
   if (refs == 0 && needs_buffer<kFused>(op)) release(d, output_bytes_[op]);
 }
 
-template <bool kFused>
+template <bool kFused, bool kObserved>
 void Simulator::Impl::finish(std::int32_t task) {
   const auto& gr = *groups_;
   const NodeId first = kFused ? gr.members[at(gr.member_offset[at(task)])] : task;
-  const DeviceId d = place_[first];
-  if (observer_) observer_->on_kernel_end(kernel_event(task, d));
-  busy_streams_[at(d)] &= ~(std::uint64_t{1} << task_stream_[at(task)]);
+  const DeviceId d = ops_[at(first)].device;
+  if constexpr (kObserved) observer_->on_kernel_end(kernel_event(task, d));
+  busy_streams_[at(d)] &= ~(std::uint64_t{1} << ops_[at(task)].stream);
   ++idle_streams_[at(d)];
   mark_dirty(d);
   ++finished_tasks_;
@@ -575,47 +834,62 @@ void Simulator::Impl::finish(std::int32_t task) {
   for (auto i = begin; i < end; ++i) {
     const NodeId m = kFused ? gr.members[at(i)] : task;
     // Inputs consumed: release local tensors and received copies.
-    for (auto s = g_.in_begin(m); s < g_.in_end(m); ++s) {
-      if (in_bytes_[at(s)] == 0) continue;
-      const NodeId u = g_.in_source(s);
+    const InEdge* in_edges = in_edges_.data();
+    for (auto s = in_offset_[at(m)], end_slot = in_offset_[at(m) + 1]; s < end_slot; ++s) {
+      if (!in_edges[s].has_bytes) continue;
+      const NodeId u = in_edges[s].source;
       if constexpr (kFused) {
         if (gr.group_of[at(u)] == task) continue;
       }
-      if (place_[u] == d) {
-        if (--local_refs_[at(u)] == 0 && needs_buffer<kFused>(u)) release(d, output_bytes_[u]);
+      if (ops_[at(u)].device == d) {
+        if (--ops_[at(u)].refs == 0 && needs_buffer<kFused>(u)) release(d, output_bytes_[u]);
       } else {
-        Transfer& t = transfers_[at(edge_transfer_[at(g_.in_edge(s))])];
-        if (--t.recv_refs == 0) release(d, t.bytes);
+        Transfer& t = transfers_[at(slot_transfer_[at(s)])];
+        if (--t.recv_refs == 0) {
+          release(d, t.bytes);
+          if constexpr (!kObserved) free_slots_[at(num_free_slots_++)] = slot_transfer_[at(s)];
+        }
       }
     }
-    produce<kFused>(m, d, task);
+    produce<kFused, kObserved>(m, d, task);
   }
 }
 
-template <bool kFused>
+template <bool kFused, bool kObserved>
 void Simulator::Impl::arrive(std::int32_t id) {
   Transfer& t = transfers_[at(id)];
-  const auto pair = at(t.src) * at(num_devices_) + at(t.dst);
-  const std::int32_t next_id = next_in_pair_[at(id)];
-  pair_head_[pair] = next_id;
+  const std::int32_t next_id = t.next_in_route;
   if (next_id < 0) {
-    pair_tail_[pair] = -1;
+    pair_tail_[at(t.src) * at(num_devices_) + at(t.dst)] = -1;
   } else {
     const Transfer& next = transfers_[at(next_id)];
-    events_.push(Event{next.end_s, next.event_key});
+    events_.push_arrival(Event{next.end_s, arrival_key(next.sequence, next_id)});
   }
-  if (observer_) observer_->on_transfer_end(transfer_event(id));
+  if constexpr (kObserved) observer_->on_transfer_end(transfer_event(id));
   if (t.recv_refs > 0) allocate(t.dst, t.bytes);
-  if (--local_refs_[at(t.producer)] == 0 && needs_buffer<kFused>(t.producer)) {
+  if (--ops_[at(t.producer)].refs == 0 && needs_buffer<kFused>(t.producer)) {
     release(t.src, output_bytes_[t.producer]);
   }
-  for (auto e = g_.out_begin(t.producer); e < g_.out_end(t.producer); ++e) {
-    NodeId c = g_.out_target(e);
-    if (place_[c] == t.dst) satisfy<kFused>(c, t.dst);
+  // Every transfer serves at least one consumer (a data edge).
+  const NodeId* consumers = consumers_.data();
+  const DeviceId dst = t.dst;
+  const auto last = t.consumer_end - 1;
+  for (auto k = t.consumer_begin; k < last; ++k) satisfy<kFused, kObserved>(consumers[k], dst);
+  // Only dst can become dirty in an arrival. If the last consumer becomes ready while dst
+  // has an idle stream and nothing else ready, the dispatch pass after this event would
+  // start exactly it: start it now, without the ready queue and the pass.
+  const NodeId c = consumers[last];
+  const std::int32_t task = kFused ? groups_->group_of[at(c)] : c;
+  if (--ops_[at(task)].pending != 0) return;
+  const bool queue_empty = by_rank_ ? ready_ranks_[at(dst)].empty() : ready_[at(dst)].empty();
+  if (!is_dirty_[at(dst)] && idle_streams_[at(dst)] > 0 && queue_empty) {
+    start<kFused, kObserved>(task, dst);
+  } else {
+    make_ready<kFused, kObserved>(task, dst);
   }
 }
 
-template <bool kFused>
+template <bool kFused, bool kObserved>
 void Simulator::Impl::run() {
   const std::int32_t num_tasks = kFused ? groups_->num_groups() : n_;
   if constexpr (kFused) {
@@ -628,35 +902,36 @@ void Simulator::Impl::run() {
           count += gr.group_of[at(g_.in_source(s))] != task;
         }
       }
-      pending_[at(task)] = count;
+      ops_[at(task)].pending = count;
     }
     // Groups are numbered in topological order of their first member.
     for (std::int32_t task = 0; task < num_tasks; ++task) {
-      if (pending_[at(task)] == 0) {
-        make_ready<true>(task, place_[gr.members[at(gr.member_offset[at(task)])]]);
+      if (ops_[at(task)].pending == 0) {
+        make_ready<true, kObserved>(task, place_[gr.members[at(gr.member_offset[at(task)])]]);
       }
     }
   } else {
-    for (NodeId v = 0; v < n_; ++v) pending_[at(v)] = g_.in_degree(v);
+    for (NodeId v = 0; v < n_; ++v) ops_[at(v)].pending = g_.in_degree(v);
     for (NodeId r = 0; r < n_; ++r) {
       NodeId v = topo_order_[r];
-      if (pending_[at(v)] == 0) make_ready<false>(v, place_[v]);
+      if (ops_[at(v)].pending == 0) make_ready<false, kObserved>(v, place_[v]);
     }
   }
+  Event ev;
   for (;;) {
-    for (DeviceId d : dirty_) {
+    for (std::int32_t i = 0; i < num_dirty_; ++i) {
+      const DeviceId d = dirty_[at(i)];
       is_dirty_[at(d)] = 0;
-      dispatch<kFused>(d);
+      dispatch<kFused, kObserved>(d);
     }
-    dirty_.clear();
-    if (events_.empty() || stop_) break;
-    Event ev = events_.pop();
+    num_dirty_ = 0;
+    if (stop_ || !events_.pop(ev)) break;
     now_ = ev.time();
     auto id = static_cast<std::int32_t>(ev.key() & kIdMask);
     if (ev.key() & kArrivalBit) {
-      arrive<kFused>(id);
+      arrive<kFused, kObserved>(id);
     } else {
-      finish<kFused>(id);
+      finish<kFused, kObserved>(id);
     }
   }
   GOPT_ASSERT(stop_ || finished_tasks_ == num_tasks, "the simulation ended with ops not run");
@@ -722,6 +997,7 @@ const SimulationResult& Simulator::Impl::simulate(const core::Decision& decision
   }
   place_ = decision.placement ? decision.placement->data() : zero_placement_.data();
   priority_ = decision.priority ? decision.priority->data() : nullptr;
+  by_rank_ = priority_ == nullptr;
   observer_ = observer;
   bool fused = false;
   if (decision.fusion) {
@@ -745,24 +1021,29 @@ const SimulationResult& Simulator::Impl::simulate(const core::Decision& decision
   sequence_ = 0;
   finished_tasks_ = 0;
   stop_ = false;
-  transfers_.clear();
-  next_in_pair_.clear();
+  num_transfers_ = 0;
+  num_slots_ = 0;
+  num_free_slots_ = 0;
+  num_consumers_ = 0;
   transfer_times_.clear();
   std::fill(pair_bytes_.begin(), pair_bytes_.end(), 0);
   std::fill(pair_busy_s_.begin(), pair_busy_s_.end(), 0.0);
   std::fill(pair_count_.begin(), pair_count_.end(), 0);
   events_.clear();
   std::fill(channel_free_s_.begin(), channel_free_s_.end(), 0.0);
-  std::fill(pair_head_.begin(), pair_head_.end(), -1);
   std::fill(pair_tail_.begin(), pair_tail_.end(), -1);
   for (DeviceId d = 0; d < num_devices_; ++d) {
     ready_[at(d)].clear();
+    ready_ranks_[at(d)].clear();
     busy_streams_[at(d)] = 0;
     idle_streams_[at(d)] = device_streams_[at(d)];
     memory_[at(d)] = 0;
   }
   const Bytes* params = g_.param_bytes().data();
-  for (NodeId v = 0; v < n_; ++v) memory_[at(place_[v])] += params[v];
+  for (NodeId v = 0; v < n_; ++v) {
+    memory_[at(place_[v])] += params[v];
+    ops_[at(v)].device = place_[v];
+  }
   for (DeviceId d = 0; d < num_devices_; ++d) {
     result_.devices[at(d)].param_bytes = memory_[at(d)];
     memory_[at(d)] -= result_.devices[at(d)].param_bytes;
@@ -773,12 +1054,12 @@ const SimulationResult& Simulator::Impl::simulate(const core::Decision& decision
     observer_->on_simulation_begin(SimulationContext{&g_, &cluster_, &decision});
   }
   if (fused) {
-    run<true>();
+    observer_ ? run<true, true>() : run<true, false>();
   } else {
-    run<false>();
+    observer_ ? run<false, true>() : run<false, false>();
   }
   result_.step_time_s = now_;
-  result_.num_transfers = static_cast<std::int32_t>(transfers_.size());
+  result_.num_transfers = num_transfers_;
   for (std::size_t pair = 0; pair < pair_count_.size(); ++pair) {
     if (pair_count_[pair] == 0) continue;
     result_.bytes_moved += pair_bytes_[pair];
@@ -802,7 +1083,7 @@ KernelEvent Simulator::Impl::kernel_event(std::int32_t task, DeviceId d) const {
   ev.members = groups_->members.data() + groups_->member_offset[at(task)];
   ev.num_members = groups_->group_size(task);
   ev.device = d;
-  ev.stream = task_stream_[at(task)];
+  ev.stream = ops_[at(task)].stream;
   ev.start_s = task_start_[at(task)];
   ev.end_s = groups_ == &identity_groups_
                  ? ev.start_s + op_time_[at(task) * at(num_types_) + at(device_type_[at(d)])]
