@@ -15,9 +15,9 @@
 
 namespace gopt::agents {
 
+using core::Bytes;
 using core::DeviceId;
 using core::NodeId;
-using core::Bytes;
 using core::Seconds;
 
 /// One optimization problem. Everything is borrowed and must outlive the Problem.

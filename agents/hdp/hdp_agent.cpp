@@ -48,9 +48,7 @@ torch::Tensor op_features(const core::CompiledGraph& g) {
 
 // A LibTorch generator owned by the agent and seeded from its Rng: sampling never touches
 // LibTorch's global generator, so runs are reproducible and independent of each other.
-at::Generator make_generator(core::Rng& rng) {
-  return at::detail::createCPUGenerator(rng.next());
-}
+at::Generator make_generator(core::Rng& rng) { return at::detail::createCPUGenerator(rng.next()); }
 
 // One categorical sample per row of `probs` [R, C].
 torch::Tensor sample_rows(const torch::Tensor& probs, at::Generator& gen) {
