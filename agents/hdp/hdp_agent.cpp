@@ -182,7 +182,11 @@ class HdpAgent final : public Agent {
   }
 
  private:
-  bool trained_on(const Problem& problem) const { return trained_graph_ == &problem.graph; }
+  // The best decision found in training answers only the problem it was trained on (same
+  // graph object and device count; setup() forgets it when either changes).
+  bool trained_on(const Problem& problem) const {
+    return trained_graph_ == &problem.graph && devices_ == problem.num_devices();
+  }
 
   // Builds features and (re)creates the networks for a new problem.
   void setup(const Problem& problem) {

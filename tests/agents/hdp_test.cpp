@@ -77,6 +77,24 @@ TEST(HdpTest, SameSeedSameTraining) {
   EXPECT_EQ(runs[0], runs[1]);
 }
 
+TEST(HdpTest, TrainedDecisionIsNotReusedOnAnotherCluster) {
+  // The same graph object on four devices, then on two.
+  auto graph = core::CompiledGraph::compile(parallel_chains(2, 3));
+  auto four = hardware::load_profile("p100x4_pcie");
+  auto two = hardware::load_profile("p100x2_pcie");
+  hardware::RooflineCostModel cost_four(four);
+  hardware::RooflineCostModel cost_two(two);
+  Problem on_four{graph, four, cost_four, 1};
+  Problem on_two{graph, two, cost_two, 1};
+  AgentRegistry r;
+  register_builtin_agents(r);
+  auto agent = r.create("hdp", {{"groups", "4"}});
+  Environment env(on_four);
+  agent->train(env, TrainBudget().with_steps(3), nullptr);
+  auto d = agent->propose(on_two);
+  EXPECT_NO_THROW(core::validate_decision(d, graph.num_nodes(), 2));
+}
+
 TEST(HdpTest, ProposeWithoutTrainingIsValid) {
   testing::ProblemFixture f(parallel_chains(2, 3), "p100x4_pcie");
   AgentRegistry r;
