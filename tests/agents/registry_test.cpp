@@ -3,23 +3,17 @@
 #include <gtest/gtest.h>
 
 #include "core/errors.h"
+#include "tests/support/expect_error.h"
 
 namespace gopt::agents {
 namespace {
+
+using gopt::testing::error_of;
 
 AgentRegistry builtin() {
   AgentRegistry r;
   register_builtin_agents(r);
   return r;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const core::InputError& e) {
-    return e.what();
-  }
-  return "";
 }
 
 TEST(RegistryTest, CreatesBuiltinAgentsByName) {

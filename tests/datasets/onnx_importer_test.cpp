@@ -16,10 +16,14 @@
 
 #include "core/errors.h"
 #include "tests/datasets/graph_checks.h"
+#include "tests/support/expect_error.h"
 #include "tests/support/run_command.h"
 
 namespace gopt::datasets {
 namespace {
+
+using gopt::testing::contains;
+using gopt::testing::error_of;
 
 using testing::check_training_graph;
 
@@ -124,19 +128,6 @@ ModelBuilder mlp() {
       .node("Gemm", {"r", "w2", "b2"}, {"y"}, {{"transB", {1}}})
       .output("y");
   return m;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const core::InputError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
 }
 
 const core::NodeAttrs& by_name(const core::Graph& g, const std::string& name) {

@@ -12,9 +12,13 @@
 #include "datasets/workload_registry.h"
 #include "datasets/workloads.h"
 #include "tests/datasets/graph_checks.h"
+#include "tests/support/expect_error.h"
 
 namespace gopt::datasets {
 namespace {
+
+using gopt::testing::contains;
+using gopt::testing::error_of;
 
 using testing::check_training_graph;
 
@@ -22,19 +26,6 @@ WorkloadRegistry suite() {
   WorkloadRegistry r;
   register_builtin_workloads(r);
   return r;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const core::InputError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
 }
 
 TEST(WorkloadSuiteTest, HasTheFourteenPaperGraphs) {
