@@ -1,6 +1,5 @@
 #include "agents/hdp/hdp_agent.h"
 
-#include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
 #include <chrono>
@@ -11,6 +10,7 @@
 
 #include "agents/hdp/hdp_model.h"
 #include "agents/placement_utils.h"
+#include "agents/torch_utils.h"
 #include "core/op_kind.h"
 #include "core/rng.h"
 
@@ -44,34 +44,6 @@ torch::Tensor op_features(const core::CompiledGraph& g) {
   auto std = numeric.std(0, true, true).clamp_min(1e-6);
   features.slice(1, core::kNumOpKinds).copy_((numeric - mean) / std);
   return features;
-}
-
-// A LibTorch generator owned by the agent and seeded from its Rng: sampling never touches
-// LibTorch's global generator, so runs are reproducible and independent of each other.
-at::Generator make_generator(core::Rng& rng) { return at::detail::createCPUGenerator(rng.next()); }
-
-// One categorical sample per row of `probs` [R, C].
-torch::Tensor sample_rows(const torch::Tensor& probs, at::Generator& gen) {
-  return torch::multinomial(probs, 1, /*replacement=*/true, gen).squeeze(1);
-}
-
-// Deterministic initialisation from the agent's seed: weights U(-1/sqrt(fan_in), ..),
-// biases 0 (LibTorch's own initialisers draw from the global generator).
-void initialise(torch::nn::Module& module, core::Rng& rng) {
-  torch::NoGradGuard no_grad;
-  for (auto& p : module.parameters()) {
-    if (p.dim() < 2) {
-      p.zero_();
-      continue;
-    }
-    double bound = 1.0 / std::sqrt(static_cast<double>(p.size(1)));
-    auto values = torch::empty(p.sizes(), torch::kFloat);
-    auto* data = values.data_ptr<float>();
-    std::uniform_real_distribution<float> dist(static_cast<float>(-bound),
-                                               static_cast<float>(bound));
-    for (std::int64_t i = 0; i < values.numel(); ++i) data[i] = dist(rng.engine());
-    p.copy_(values);
-  }
 }
 
 class HdpAgent final : public Agent {

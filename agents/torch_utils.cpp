@@ -1,0 +1,39 @@
+#include "agents/torch_utils.h"
+
+#include <cmath>
+#include <random>
+#include <string>
+
+namespace gopt::agents {
+
+at::Generator make_generator(core::Rng& rng) { return at::detail::createCPUGenerator(rng.next()); }
+
+void initialise(torch::nn::Module& module, core::Rng& rng) {
+  torch::NoGradGuard no_grad;
+  for (auto& item : module.named_parameters()) {
+    auto& p = item.value();
+    if (p.dim() < 2) {
+      const std::string& name = item.key();
+      const bool gain = name.size() >= 6 && name.compare(name.size() - 6, 6, "weight") == 0;
+      if (gain) {
+        p.fill_(1.0);
+      } else {
+        p.zero_();
+      }
+      continue;
+    }
+    const double bound = 1.0 / std::sqrt(static_cast<double>(p.size(1)));
+    auto values = torch::empty(p.sizes(), torch::kFloat);
+    auto* data = values.data_ptr<float>();
+    std::uniform_real_distribution<float> dist(static_cast<float>(-bound),
+                                               static_cast<float>(bound));
+    for (std::int64_t i = 0; i < values.numel(); ++i) data[i] = dist(rng.engine());
+    p.copy_(values);
+  }
+}
+
+torch::Tensor sample_rows(const torch::Tensor& probs, at::Generator& gen) {
+  return torch::multinomial(probs, 1, /*replacement=*/true, gen).squeeze(1);
+}
+
+}  // namespace gopt::agents
