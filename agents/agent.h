@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "agents/environment.h"
 #include "core/decision.h"
@@ -82,6 +83,23 @@ class Agent {
 
  protected:
   Agent() = default;
+};
+
+/// A learner that trains one policy over several problems and carries it between runs
+/// in a checkpoint (GO pretraining). The runner trains it on every training graph of a
+/// generalization experiment, then fine-tuning and zero-shot agents load the checkpoint.
+class TransferableAgent : public Agent {
+ public:
+  /// Trains one policy on all `environments` within `budget` (updates over all graphs).
+  virtual void train_on_set(const std::vector<Environment*>& environments,
+                            const TrainBudget& budget, TrainingObserver* observer) = 0;
+  /// Writes the policy, the optimizer state and the options to `path` (atomically).
+  virtual void save_checkpoint(const std::string& path) const = 0;
+  /// Where train_on_set's result goes, from the agent's `checkpoint` option ("" = unset).
+  [[nodiscard]] virtual std::string checkpoint_path() const = 0;
+
+ protected:
+  TransferableAgent() = default;
 };
 
 }  // namespace gopt::agents

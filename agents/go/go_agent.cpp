@@ -1,0 +1,463 @@
+#include "agents/go/go_agent.h"
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include "agents/torch_utils.h"
+#include "core/errors.h"
+#include "core/rng.h"
+
+namespace gopt::agents::go {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+const char* mode_name(GoMode mode) {
+  switch (mode) {
+    case GoMode::kOne:
+      return "go_one";
+    case GoMode::kPretrain:
+      return "go_pretrain";
+    case GoMode::kFinetune:
+      return "go_finetune";
+    case GoMode::kZeroShot:
+      return "go_zero_shot";
+  }
+  return "go";
+}
+
+// The policy options as text and back; the checkpoint stores them so that fine-tuning and
+// zero-shot rebuild the network the checkpoint was trained with.
+std::map<std::string, std::int64_t> policy_fields(const GoPolicyOptions& o) {
+  return {{"hidden", o.hidden()},
+          {"kind_embedding", o.kind_embedding()},
+          {"sage_layers", o.sage_layers()},
+          {"attention_layers", o.attention_layers()},
+          {"heads", o.heads()},
+          {"segment_length", o.segment_length()},
+          {"max_devices", o.max_devices()},
+          {"refine_passes", o.refine_passes()},
+          {"modulation", o.modulation() ? 1 : 0}};
+}
+
+GoPolicyOptions parse_policy_fields(const std::string& text, const std::string& path) {
+  std::map<std::string, std::int64_t> values;
+  std::istringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ';')) {
+    auto eq = item.find('=');
+    if (eq == std::string::npos) continue;
+    try {
+      values[item.substr(0, eq)] = std::stoll(item.substr(eq + 1));
+    } catch (const std::exception&) {
+      throw core::InputError(path, "options", "unreadable policy option '" + item + "'");
+    }
+  }
+  GoPolicyOptions o;
+  for (const auto& [key, value] : policy_fields(o)) {
+    (void)value;
+    if (!values.count(key)) {
+      throw core::InputError(path, "options", "the checkpoint does not record '" + key + "'");
+    }
+  }
+  o.hidden(values["hidden"])
+      .kind_embedding(values["kind_embedding"])
+      .sage_layers(values["sage_layers"])
+      .attention_layers(values["attention_layers"])
+      .heads(values["heads"])
+      .segment_length(values["segment_length"])
+      .max_devices(values["max_devices"])
+      .refine_passes(values["refine_passes"])
+      .modulation(values["modulation"] != 0);
+  return o;
+}
+
+std::string text_of(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+class GoAgent final : public TransferableAgent {
+ public:
+  explicit GoAgent(GoOptions options) : options_(std::move(options)) {}
+
+  std::string name() const override { return mode_name(options_.mode); }
+  bool is_learner() const override { return options_.mode != GoMode::kZeroShot; }
+  std::string checkpoint_path() const override { return options_.checkpoint; }
+
+  core::Decision propose(const Problem& problem) override {
+    auto it = best_.find(&problem.graph);
+    if (it != best_.end() && it->second.first == problem.num_devices() &&
+        it->second.second.placement) {
+      return it->second.second;
+    }
+    if (!policy_) {
+      if (options_.mode == GoMode::kFinetune || options_.mode == GoMode::kZeroShot) {
+        load_checkpoint();
+      } else {
+        create_policy(core::mix_seed(options_.seed, problem.seed));
+      }
+    }
+    check_devices(problem);
+    return greedy_decision(policy_, make_graph_tensors(problem.graph), problem);
+  }
+
+  void train(Environment& env, const TrainBudget& budget, TrainingObserver* observer) override {
+    switch (options_.mode) {
+      case GoMode::kZeroShot:
+        return;
+      case GoMode::kPretrain:
+        train_on_set({&env}, budget, observer);
+        return;
+      case GoMode::kOne:
+        create_policy(core::mix_seed(options_.seed, env.problem().seed));
+        break;
+      case GoMode::kFinetune:
+        if (!policy_) load_checkpoint();
+        rng_ = core::Rng(core::mix_seed(options_.seed, env.problem().seed));
+        break;
+    }
+    std::vector<PpoTask> tasks;
+    tasks.emplace_back(env);
+    const std::int64_t cap =
+        options_.mode == GoMode::kFinetune ? options_.finetune_steps : budget.max_steps;
+    run_ppo(tasks, 1, budget, cap, observer);
+  }
+
+  void train_on_set(const std::vector<Environment*>& environments, const TrainBudget& budget,
+                    TrainingObserver* observer) override {
+    if (environments.empty()) {
+      throw core::Error(name() + ": pretraining needs at least one training graph");
+    }
+    create_policy(core::mix_seed(options_.seed, environments.front()->problem().seed));
+    std::vector<PpoTask> tasks;
+    for (auto* env : environments) tasks.emplace_back(*env);
+    const auto n = static_cast<std::int64_t>(tasks.size());
+    const std::int64_t per_batch =
+        options_.graphs_per_batch > 0 ? std::min(options_.graphs_per_batch, n) : n;
+    run_ppo(tasks, per_batch, budget, budget.max_steps, observer);
+    if (!options_.checkpoint.empty()) save_checkpoint(options_.checkpoint);
+  }
+
+  void save_checkpoint(const std::string& path) const override {
+    if (!policy_) throw core::Error(name() + ": no policy to save (train first)");
+    torch::serialize::OutputArchive archive;
+    archive.write("format", c10::IValue(std::string(kCheckpointFormat)));
+    archive.write("version", c10::IValue(kCheckpointVersion));
+    archive.write("options", c10::IValue(policy_options_text(policy_->options)));
+    archive.write("steps", c10::IValue(trained_steps_));
+    torch::serialize::OutputArchive policy_archive;
+    policy_->save(policy_archive);
+    archive.write("policy", policy_archive);
+    torch::serialize::OutputArchive optimizer_archive;
+    optimizer_->save(optimizer_archive);
+    archive.write("optimizer", optimizer_archive);
+    const std::filesystem::path target(path);
+    if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path());
+    const std::string temporary = path + ".tmp";
+    try {
+      archive.save_to(temporary);
+    } catch (const c10::Error& e) {
+      throw core::Error("writing GO checkpoint " + path + ": " + e.what_without_backtrace());
+    }
+    std::filesystem::rename(temporary, target);
+  }
+
+ private:
+  void create_policy(std::uint64_t seed) {
+    rng_ = core::Rng(seed);
+    policy_ = GoPolicy(options_.policy);
+    initialise(*policy_, rng_);
+    policy_->reset_heads();
+    make_optimizer();
+    trained_steps_ = 0;
+    best_.clear();
+  }
+
+  void make_optimizer() {
+    optimizer_ = std::make_unique<torch::optim::Adam>(
+        policy_->parameters(), torch::optim::AdamOptions(options_.ppo.learning_rate));
+  }
+
+  void load_checkpoint() {
+    const std::string& path = options_.checkpoint;
+    if (path.empty()) {
+      throw core::InputError("", std::string("agents.") + name() + ".checkpoint",
+                             "no checkpoint given: " + name() +
+                                 " needs a pretrained policy (run go_pretrain first, or set "
+                                 "the option 'checkpoint')");
+    }
+    if (!std::filesystem::exists(path)) {
+      throw core::InputError(path, "checkpoint", "no such file (run go_pretrain first)");
+    }
+    torch::serialize::InputArchive archive;
+    std::string problem;
+    try {
+      archive.load_from(path);
+      c10::IValue format;
+      if (!archive.try_read("format", format) || !format.isString() ||
+          format.toStringRef() != kCheckpointFormat) {
+        throw core::InputError(path, "format", "not a GO checkpoint (no gopt-go-checkpoint tag)");
+      }
+      c10::IValue version;
+      archive.read("version", version);
+      if (!version.isInt() || version.toInt() != kCheckpointVersion) {
+        throw core::InputError(path, "version",
+                               "checkpoint version is not " + std::to_string(kCheckpointVersion) +
+                                   ", the version this build reads");
+      }
+      c10::IValue text;
+      archive.read("options", text);
+      c10::IValue steps;
+      archive.read("steps", steps);
+      auto policy_options = parse_policy_fields(text.toStringRef(), path);
+      policy_ = GoPolicy(policy_options);
+      torch::serialize::InputArchive policy_archive;
+      archive.read("policy", policy_archive);
+      policy_->load(policy_archive);
+      make_optimizer();
+      torch::serialize::InputArchive optimizer_archive;
+      archive.read("optimizer", optimizer_archive);
+      optimizer_->load(optimizer_archive);
+      for (auto& group : optimizer_->param_groups()) {
+        static_cast<torch::optim::AdamOptions&>(group.options()).lr(options_.ppo.learning_rate);
+      }
+      trained_steps_ = steps.toInt();
+    } catch (const c10::Error& e) {
+      problem = e.what_without_backtrace();
+    }
+    if (!problem.empty()) {
+      policy_ = GoPolicy(nullptr);
+      optimizer_.reset();
+      auto line = problem.find('\n');
+      throw core::InputError(path, "checkpoint",
+                             "corrupt or mismatched GO checkpoint: " + problem.substr(0, line));
+    }
+    rng_ = core::Rng(options_.seed);
+  }
+
+  void check_devices(const Problem& problem) const {
+    if (problem.num_devices() > policy_->options.max_devices()) {
+      throw core::InputError(options_.checkpoint, std::string("agents.") + name() + ".max_devices",
+                             "the cluster has " + std::to_string(problem.num_devices()) +
+                                 " devices but the policy places on at most " +
+                                 std::to_string(policy_->options.max_devices()));
+    }
+  }
+
+  // PPO over `tasks`, cycling through batches of `per_batch` graphs every switch_steps.
+  void run_ppo(std::vector<PpoTask>& tasks, std::int64_t per_batch, const TrainBudget& budget,
+               std::int64_t cap, TrainingObserver* observer) {
+    for (const auto& t : tasks) check_devices(t.env->problem());
+    PpoTrainer trainer(policy_, *optimizer_, options_.ppo, make_generator(rng_));
+    const auto n = static_cast<std::int64_t>(tasks.size());
+    const std::int64_t batches = (n + per_batch - 1) / per_batch;
+    const auto start = Clock::now();
+    auto samples = [&] {
+      std::int64_t total = 0;
+      for (const auto& t : tasks) total += t.env->samples();
+      return total;
+    };
+    const std::int64_t limit = std::min(budget.max_steps, cap);
+    for (std::int64_t step = 0; step < limit; ++step) {
+      const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+      if (samples() + trainer.samples_per_update() > budget.max_samples ||
+          elapsed >= budget.max_seconds) {
+        break;
+      }
+      const std::int64_t batch =
+          (step / std::max<std::int64_t>(1, options_.switch_steps)) % batches;
+      const std::int64_t first = batch * per_batch;
+      const std::int64_t size = std::min(per_batch, n - first);
+      PpoTask& task = tasks[static_cast<std::size_t>(first + step % size)];
+      auto stats = trainer.step(task);
+      ++trained_steps_;
+      if (observer) {
+        LearningCurvePoint point;
+        point.step = step + 1;
+        point.samples = samples();
+        point.best_step_time_s = task.env->best_step_time_s();
+        point.mean_step_time_s = stats.mean_step_time_s;
+        point.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
+        observer->on_training_step(point);
+      }
+    }
+    for (const auto& t : tasks) {
+      const Problem& p = t.env->problem();
+      best_[&p.graph] = {p.num_devices(), t.env->best_decision()};
+    }
+  }
+
+  GoOptions options_;
+  GoPolicy policy_{nullptr};
+  std::unique_ptr<torch::optim::Adam> optimizer_;
+  core::Rng rng_{0};
+  std::int64_t trained_steps_ = 0;
+  std::map<const core::CompiledGraph*, std::pair<DeviceId, core::Decision>> best_;
+};
+
+std::vector<OptionSpec> policy_specs() {
+  const GoPolicyOptions d;
+  return {
+      {"hidden", OptionType::kInt, std::to_string(d.hidden()), "width of every hidden layer"},
+      {"kind_embedding", OptionType::kInt, std::to_string(d.kind_embedding()),
+       "op kind embedding size"},
+      {"sage_layers", OptionType::kInt, std::to_string(d.sage_layers()),
+       "GraphSAGE layers (hops over predecessors and successors)"},
+      {"attention_layers", OptionType::kInt, std::to_string(d.attention_layers()),
+       "segment-recurrent attention layers"},
+      {"heads", OptionType::kInt, std::to_string(d.heads()), "attention heads"},
+      {"segment_length", OptionType::kInt, std::to_string(d.segment_length()),
+       "nodes per attention segment (each also attends to the previous one)"},
+      {"max_devices", OptionType::kInt, std::to_string(d.max_devices()),
+       "devices the placement head can address (smaller clusters are masked)"},
+      {"refine_passes", OptionType::kInt, std::to_string(d.refine_passes()),
+       "decision passes, each seeing the previous pass's placement (1: none)"},
+      {"modulation", OptionType::kBool, d.modulation() ? "true" : "false",
+       "feature modulation by the graph embedding"},
+      {"head_init_scale", OptionType::kDouble, text_of(d.head_init_scale()),
+       "scale of the placement head's random initialisation (sharper first policy)"},
+  };
+}
+
+std::vector<OptionSpec> ppo_specs() {
+  const PpoOptions d;
+  return {
+      {"samples_per_step", OptionType::kInt, std::to_string(d.samples_per_step),
+       "placements sampled per update"},
+      {"ppo_epochs", OptionType::kInt, std::to_string(d.epochs),
+       "optimisation passes over each batch of samples"},
+      {"learning_rate", OptionType::kDouble, text_of(d.learning_rate), "Adam learning rate"},
+      {"clip", OptionType::kDouble, text_of(d.clip), "PPO ratio clip range"},
+      {"value_coef", OptionType::kDouble, text_of(d.value_coef), "weight of the value loss"},
+      {"entropy_coef", OptionType::kDouble, text_of(d.entropy_coef), "weight of the entropy bonus"},
+      {"grad_clip", OptionType::kDouble, text_of(d.grad_clip), "max global gradient norm"},
+      {"oom_reward", OptionType::kDouble, text_of(d.oom_reward),
+       "reward of an out-of-memory placement (valid ones: -sqrt(step time / reference))"},
+      {"evaluate_greedy", OptionType::kBool, d.evaluate_greedy ? "true" : "false",
+       "also simulate the greedy placement every update"},
+      {"exploration_block", OptionType::kInt, std::to_string(d.exploration_block),
+       "consecutive topological positions sharing exploration noise (1: independent)"},
+      {"seed", OptionType::kInt, "0", "mixed with the experiment seed"},
+  };
+}
+
+void read_policy(const AgentOptions& o, GoPolicyOptions& p) {
+  p.hidden(o.get_int("hidden"))
+      .kind_embedding(o.get_int("kind_embedding"))
+      .sage_layers(o.get_int("sage_layers"))
+      .attention_layers(o.get_int("attention_layers"))
+      .heads(o.get_int("heads"))
+      .segment_length(o.get_int("segment_length"))
+      .max_devices(o.get_int("max_devices"))
+      .refine_passes(std::max<std::int64_t>(1, o.get_int("refine_passes")))
+      .modulation(o.get_bool("modulation"))
+      .head_init_scale(o.get_double("head_init_scale"));
+}
+
+void read_ppo(const AgentOptions& o, GoOptions& g) {
+  g.ppo.samples_per_step = std::max<std::int64_t>(1, o.get_int("samples_per_step"));
+  g.ppo.epochs = std::max<std::int64_t>(1, o.get_int("ppo_epochs"));
+  g.ppo.learning_rate = o.get_double("learning_rate");
+  g.ppo.clip = o.get_double("clip");
+  g.ppo.value_coef = o.get_double("value_coef");
+  g.ppo.entropy_coef = o.get_double("entropy_coef");
+  g.ppo.grad_clip = o.get_double("grad_clip");
+  g.ppo.oom_reward = o.get_double("oom_reward");
+  g.ppo.evaluate_greedy = o.get_bool("evaluate_greedy");
+  g.ppo.exploration_block = std::max<std::int64_t>(1, o.get_int("exploration_block"));
+  g.seed = static_cast<std::uint64_t>(o.get_int("seed"));
+}
+
+template <typename... Lists>
+std::vector<OptionSpec> concat(Lists... lists) {
+  std::vector<OptionSpec> all;
+  (all.insert(all.end(), lists.begin(), lists.end()), ...);
+  return all;
+}
+
+}  // namespace
+
+std::string policy_options_text(const GoPolicyOptions& options) {
+  std::string text;
+  for (const auto& [key, value] : policy_fields(options)) {
+    if (!text.empty()) text += ";";
+    text += key + "=" + std::to_string(value);
+  }
+  return text;
+}
+
+std::unique_ptr<Agent> make_go_agent(const GoOptions& options) {
+  return std::make_unique<GoAgent>(options);
+}
+
+void register_go(AgentRegistry& registry) {
+  const GoOptions d;
+  const std::vector<OptionSpec> checkpoint_out = {
+      {"checkpoint", OptionType::kString, "",
+       "checkpoint file to write after pretraining (gopt run: next to the results file)"},
+      {"graphs_per_batch", OptionType::kInt, std::to_string(d.graphs_per_batch),
+       "graphs trained together, round robin (0: all)"},
+      {"switch_steps", OptionType::kInt, std::to_string(d.switch_steps),
+       "updates on one batch of graphs before the next (paper: 1000)"},
+  };
+  const std::vector<OptionSpec> checkpoint_in = {
+      {"checkpoint", OptionType::kString, "",
+       "pretrained checkpoint to load (gopt run: the experiment's go_pretrain checkpoint)"},
+  };
+  const std::vector<OptionSpec> finetune = {
+      {"finetune_steps", OptionType::kInt, std::to_string(d.finetune_steps),
+       "at most this many fine-tuning updates, whatever the budget (paper: under 50)"},
+  };
+
+  registry.add({"go_one",
+                "GO (Zhou et al., NeurIPS 2020): GraphSAGE + segment-recurrent attention + "
+                "feature modulation, PPO, trained from scratch on one graph",
+                true, concat(policy_specs(), ppo_specs()), [](const AgentOptions& o) {
+                  GoOptions g;
+                  g.mode = GoMode::kOne;
+                  read_policy(o, g.policy);
+                  read_ppo(o, g);
+                  return make_go_agent(g);
+                }});
+  registry.add({"go_pretrain",
+                "GO pretrained on a set of graphs (the experiment's training graphs), writes "
+                "a checkpoint",
+                true, concat(policy_specs(), ppo_specs(), checkpoint_out),
+                [](const AgentOptions& o) {
+                  GoOptions g;
+                  g.mode = GoMode::kPretrain;
+                  read_policy(o, g.policy);
+                  read_ppo(o, g);
+                  g.checkpoint = o.get_string("checkpoint");
+                  g.graphs_per_batch = o.get_int("graphs_per_batch");
+                  g.switch_steps = std::max<std::int64_t>(1, o.get_int("switch_steps"));
+                  return make_go_agent(g);
+                }});
+  registry.add({"go_finetune",
+                "GO pretrained (checkpoint), fine-tuned with PPO on a held-out graph", true,
+                concat(ppo_specs(), checkpoint_in, finetune), [](const AgentOptions& o) {
+                  GoOptions g;
+                  g.mode = GoMode::kFinetune;
+                  read_ppo(o, g);
+                  g.checkpoint = o.get_string("checkpoint");
+                  g.finetune_steps = std::max<std::int64_t>(0, o.get_int("finetune_steps"));
+                  return make_go_agent(g);
+                }});
+  registry.add({"go_zero_shot",
+                "GO pretrained (checkpoint), applied greedily to a held-out graph with no "
+                "training",
+                false, checkpoint_in, [](const AgentOptions& o) {
+                  GoOptions g;
+                  g.mode = GoMode::kZeroShot;
+                  g.checkpoint = o.get_string("checkpoint");
+                  return make_go_agent(g);
+                }});
+}
+
+}  // namespace gopt::agents::go

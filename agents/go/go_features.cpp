@@ -1,0 +1,113 @@
+#include "agents/go/go_features.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/op_kind.h"
+
+namespace gopt::agents::go {
+
+using core::NodeId;
+
+GraphTensors make_graph_tensors(const core::CompiledGraph& graph) {
+  const auto n = static_cast<std::int64_t>(graph.num_nodes());
+  GraphTensors t;
+  t.num_nodes = n;
+  // A depth-first topological order (Kahn's algorithm with a stack): a producer's
+  // consumers follow it as soon as they are ready, so chains of dependent ops sit at
+  // consecutive positions, where segments attend to each other and exploration blocks
+  // share noise. (The compiled graph's FIFO order interleaves independent branches.)
+  std::vector<NodeId> order;
+  order.reserve(static_cast<std::size_t>(n));
+  std::vector<NodeId> rank(static_cast<std::size_t>(n));
+  {
+    std::vector<core::EdgeIndex> waiting(static_cast<std::size_t>(n));
+    std::vector<NodeId> stack;
+    for (NodeId v = graph.num_nodes() - 1; v >= 0; --v) {
+      waiting[static_cast<std::size_t>(v)] = graph.in_degree(v);
+      if (graph.in_degree(v) == 0) stack.push_back(v);
+    }
+    while (!stack.empty()) {
+      const NodeId v = stack.back();
+      stack.pop_back();
+      rank[static_cast<std::size_t>(v)] = static_cast<NodeId>(order.size());
+      order.push_back(v);
+      for (auto e = graph.out_end(v); e-- > graph.out_begin(v);) {
+        const NodeId w = graph.out_target(e);
+        if (--waiting[static_cast<std::size_t>(w)] == 0) stack.push_back(w);
+      }
+    }
+  }
+
+  t.kinds = torch::empty({n}, torch::kLong);
+  t.order = torch::empty({n}, torch::kLong);
+  t.numeric = torch::zeros({n, kNumericFeatures});
+  t.inv_in_deg = torch::empty({n, 1});
+  t.inv_out_deg = torch::empty({n, 1});
+  t.action_mask = torch::ones({n});
+  auto kinds = t.kinds.accessor<std::int64_t, 1>();
+  auto ord = t.order.accessor<std::int64_t, 1>();
+  auto f = t.numeric.accessor<float, 2>();
+  auto in_deg = t.inv_in_deg.accessor<float, 2>();
+  auto out_deg = t.inv_out_deg.accessor<float, 2>();
+  auto mask = t.action_mask.accessor<float, 1>();
+
+  std::int32_t max_layer = 0;
+  for (auto l : graph.layer()) max_layer = std::max(max_layer, l);
+  std::vector<char> group_seen(graph.colocation_groups().size(), 0);
+  for (NodeId v = 0; v < graph.num_nodes(); ++v) {
+    auto g = graph.colocation()[static_cast<std::size_t>(v)];
+    if (g < 0) continue;
+    auto& seen = group_seen[static_cast<std::size_t>(g)];
+    if (seen) mask[rank[static_cast<std::size_t>(v)]] = 0.0F;
+    seen = 1;
+  }
+
+  const double position_scale = n > 1 ? 1.0 / static_cast<double>(n - 1) : 0.0;
+  for (std::int64_t p = 0; p < n; ++p) {
+    const NodeId v = order[static_cast<std::size_t>(p)];
+    const auto i = static_cast<std::size_t>(v);
+    ord[p] = v;
+    kinds[p] = static_cast<std::int64_t>(graph.kind()[i]);
+    const auto din = graph.in_degree(v);
+    const auto dout = graph.out_degree(v);
+    in_deg[p][0] = 1.0F / static_cast<float>(std::max<std::int64_t>(1, din));
+    out_deg[p][0] = 1.0F / static_cast<float>(std::max<std::int64_t>(1, dout));
+    // Standardised columns 0..6.
+    f[p][0] = static_cast<float>(std::log1p(graph.flops()[i]));
+    f[p][1] = static_cast<float>(std::log1p(static_cast<double>(graph.bytes_read()[i])));
+    f[p][2] = static_cast<float>(std::log1p(static_cast<double>(graph.output_bytes()[i])));
+    f[p][3] = static_cast<float>(std::log1p(static_cast<double>(graph.param_bytes()[i])));
+    f[p][4] = static_cast<float>(std::log1p(static_cast<double>(din)));
+    f[p][5] = static_cast<float>(std::log1p(static_cast<double>(dout)));
+    f[p][6] = static_cast<float>(graph.layer()[i]);
+    // Phase one-hot, columns 7..10.
+    f[p][7 + static_cast<std::int64_t>(graph.phase()[i])] = 1.0F;
+    // Topological position and its sinusoids, columns 11..19.
+    const double x = static_cast<double>(p) * position_scale;
+    f[p][11] = static_cast<float>(x);
+    for (int k = 0; k < 4; ++k) {
+      const double angle = M_PI * static_cast<double>(1 << k) * x;
+      f[p][12 + 2 * k] = static_cast<float>(std::sin(angle));
+      f[p][13 + 2 * k] = static_cast<float>(std::cos(angle));
+    }
+  }
+  auto standardised = t.numeric.slice(1, 0, 7);
+  auto mean = standardised.mean(0, true);
+  auto std = standardised.std(0, /*unbiased=*/false, /*keepdim=*/true).clamp_min(1e-6);
+  standardised.copy_((standardised - mean) / std);
+
+  const auto m = static_cast<std::int64_t>(graph.num_edges());
+  t.edge_src = torch::empty({m}, torch::kLong);
+  t.edge_dst = torch::empty({m}, torch::kLong);
+  auto src = t.edge_src.accessor<std::int64_t, 1>();
+  auto dst = t.edge_dst.accessor<std::int64_t, 1>();
+  for (core::EdgeIndex e = 0; e < graph.num_edges(); ++e) {
+    src[e] = rank[static_cast<std::size_t>(graph.edge_source(e))];
+    dst[e] = rank[static_cast<std::size_t>(graph.out_target(e))];
+  }
+  return t;
+}
+
+}  // namespace gopt::agents::go

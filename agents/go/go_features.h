@@ -1,0 +1,41 @@
+// The GO policy's view of a graph: per-node features and edge index tensors, with nodes
+// in a depth-first topological order (position p holds node order[p]; chains of
+// dependent ops are contiguous), built once per graph and reused by every forward pass.
+//
+// Features per node (docs/agents.md "GO"): the op kind (an index, embedded by the policy);
+// log-scaled FLOPs, bytes read, output bytes and parameter bytes, log in/out degree and
+// the layer index, standardised per graph so that graphs of very different sizes look
+// alike; the phase (forward/backward/update) one-hot; and the topological position in
+// [0, 1] with sinusoids of it at four frequencies, which let a linear head express
+// contiguous, pipeline-like partitions.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+
+#include "core/compiled_graph.h"
+
+namespace gopt::agents::go {
+
+/// Number of numeric feature columns per node.
+inline constexpr std::int64_t kNumericFeatures = 7 + 4 + 1 + 8;
+
+struct GraphTensors {
+  std::int64_t num_nodes = 0;
+  torch::Tensor kinds;        ///< [N] int64, OpKind index, topological order
+  torch::Tensor numeric;      ///< [N, kNumericFeatures] float
+  torch::Tensor edge_src;     ///< [E] int64, positions (data and control edges)
+  torch::Tensor edge_dst;     ///< [E] int64
+  torch::Tensor inv_in_deg;   ///< [N, 1] 1 / max(1, in-degree)
+  torch::Tensor inv_out_deg;  ///< [N, 1] 1 / max(1, out-degree)
+  torch::Tensor order;        ///< [N] int64: position -> NodeId
+  /// [N] float: 1 where the node's own action decides its device, 0 for colocated ops
+  /// that follow their group's first op (their sampled action is overridden).
+  torch::Tensor action_mask;
+};
+
+/// Builds the tensors of `graph`.
+[[nodiscard]] GraphTensors make_graph_tensors(const core::CompiledGraph& graph);
+
+}  // namespace gopt::agents::go

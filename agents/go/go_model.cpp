@@ -1,0 +1,180 @@
+#include "agents/go/go_model.h"
+
+#include <cmath>
+
+#include "core/op_kind.h"
+
+namespace gopt::agents::go {
+namespace {
+
+// A finite "minus infinity" for masked logits: exp() underflows to 0 and p * log p stays 0
+// (true -inf would make the entropy NaN).
+constexpr double kMaskedLogit = -1e9;
+
+torch::Tensor pool(const torch::Tensor& x) {
+  return torch::cat({x.mean(0), std::get<0>(x.max(0))}, 0);
+}
+
+}  // namespace
+
+SageLayerImpl::SageLayerImpl(std::int64_t hidden)
+    : self_(register_module("self", torch::nn::Linear(hidden, hidden))),
+      pred_(register_module(
+          "pred", torch::nn::Linear(torch::nn::LinearOptions(hidden, hidden).bias(false)))),
+      succ_(register_module(
+          "succ", torch::nn::Linear(torch::nn::LinearOptions(hidden, hidden).bias(false)))),
+      norm_(register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({hidden})))) {}
+
+torch::Tensor SageLayerImpl::forward(const torch::Tensor& h, const GraphTensors& g) {
+  // Mean over predecessors: sum h[src] into dst, then scale by 1 / in-degree.
+  auto from_pred = torch::zeros_like(h).index_add_(0, g.edge_dst, h.index_select(0, g.edge_src));
+  auto from_succ = torch::zeros_like(h).index_add_(0, g.edge_src, h.index_select(0, g.edge_dst));
+  auto update =
+      torch::relu(self_(h) + pred_(from_pred * g.inv_in_deg) + succ_(from_succ * g.inv_out_deg));
+  return norm_(h + update);
+}
+
+GraphSageEncoderImpl::GraphSageEncoderImpl(const GoPolicyOptions& options)
+    : kind_(register_module("kind",
+                            torch::nn::Embedding(core::kNumOpKinds, options.kind_embedding()))),
+      input_(register_module("input", torch::nn::Linear(options.kind_embedding() + kNumericFeatures,
+                                                        options.hidden()))),
+      layers_(register_module("layers", torch::nn::ModuleList())) {
+  for (std::int64_t i = 0; i < options.sage_layers(); ++i) {
+    layers_->push_back(SageLayer(options.hidden()));
+  }
+}
+
+torch::Tensor GraphSageEncoderImpl::forward(const GraphTensors& g) {
+  auto h = torch::relu(input_(torch::cat({kind_(g.kinds), g.numeric}, 1)));
+  for (const auto& layer : *layers_) h = layer->as<SageLayer>()->forward(h, g);
+  return h;
+}
+
+SegmentAttentionLayerImpl::SegmentAttentionLayerImpl(std::int64_t hidden, std::int64_t heads,
+                                                     std::int64_t segment)
+    : hidden_(hidden), heads_(heads), segment_(segment) {
+  TORCH_CHECK(hidden % heads == 0, "GO policy: hidden (", hidden, ") must be a multiple of heads (",
+              heads, ")");
+  TORCH_CHECK(segment >= 1, "GO policy: segment_length must be positive");
+  q_ = register_module("q", torch::nn::Linear(hidden, hidden));
+  k_ = register_module("k", torch::nn::Linear(hidden, hidden));
+  v_ = register_module("v", torch::nn::Linear(hidden, hidden));
+  o_ = register_module("o", torch::nn::Linear(hidden, hidden));
+  ff1_ = register_module("ff1", torch::nn::Linear(hidden, 2 * hidden));
+  ff2_ = register_module("ff2", torch::nn::Linear(2 * hidden, hidden));
+  norm1_ = register_module("norm1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({hidden})));
+  norm2_ = register_module("norm2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({hidden})));
+  rel_bias_ = register_parameter("rel_bias", torch::zeros({heads, 3 * segment}));
+  // Query i of a segment and key j of [memory, segment]: offset (j - L) - i in
+  // [-2L + 1, L - 1], stored at offset + 2L - 1.
+  auto i = torch::arange(segment, torch::kLong).unsqueeze(1);
+  auto j = torch::arange(2 * segment, torch::kLong).unsqueeze(0);
+  rel_index_ = register_buffer("rel_index", (j - segment) - i + (2 * segment - 1));
+}
+
+torch::Tensor SegmentAttentionLayerImpl::keys_and_values(const torch::Tensor& segments) {
+  auto memory = torch::cat({torch::zeros_like(segments.slice(0, 0, 1)),
+                            segments.slice(0, 0, segments.size(0) - 1)},
+                           0)
+                    .detach();
+  return torch::cat({memory, segments}, 1);
+}
+
+torch::Tensor SegmentAttentionLayerImpl::forward(const torch::Tensor& x) {
+  const auto n = x.size(0);
+  const auto l = segment_;
+  const auto s = (n + l - 1) / l;
+  const auto dh = hidden_ / heads_;
+  auto padded = torch::constant_pad_nd(x, {0, 0, 0, s * l - n});
+  auto seg = padded.view({s, l, hidden_});
+  auto valid = torch::arange(s * l, torch::kLong).lt(n).view({s, l});
+  auto kv_valid = torch::cat(
+      {torch::cat({torch::zeros({1, l}, torch::kBool), valid.slice(0, 0, s - 1)}, 0), valid},
+      1);  // [S, 2L]
+  auto kv = keys_and_values(seg);
+
+  auto q = q_(seg).view({s, l, heads_, dh}).permute({0, 2, 1, 3});
+  auto k = k_(kv).view({s, 2 * l, heads_, dh}).permute({0, 2, 1, 3});
+  auto v = v_(kv).view({s, 2 * l, heads_, dh}).permute({0, 2, 1, 3});
+  auto scores = torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(static_cast<double>(dh));
+  auto bias = rel_bias_.index_select(1, rel_index_.flatten()).view({heads_, l, 2 * l});
+  scores = (scores + bias.unsqueeze(0))
+               .masked_fill(kv_valid.logical_not().view({s, 1, 1, 2 * l}), kMaskedLogit);
+  auto attended =
+      torch::matmul(torch::softmax(scores, -1), v).permute({0, 2, 1, 3}).reshape({s, l, hidden_});
+  auto y = norm1_(seg + o_(attended));
+  y = norm2_(y + ff2_(torch::relu(ff1_(y))));
+  return y.reshape({s * l, hidden_}).slice(0, 0, n);
+}
+
+GoPolicyImpl::GoPolicyImpl(const GoPolicyOptions& options_)
+    : options(options_),
+      encoder_(register_module("encoder", GraphSageEncoder(options_))),
+      attention_(register_module("attention", torch::nn::ModuleList())),
+      modulation_(register_module(
+          "modulation", torch::nn::Linear(2 * options_.hidden(),
+                                          2 * options_.hidden() * options_.attention_layers()))),
+      previous_device_(register_module(
+          "previous_device", torch::nn::Embedding(options_.max_devices(), options_.hidden()))),
+      placement_(register_module("placement",
+                                 torch::nn::Linear(options_.hidden(), options_.max_devices()))),
+      value_hidden_(register_module("value_hidden",
+                                    torch::nn::Linear(2 * options_.hidden(), options_.hidden()))),
+      value_out_(register_module("value_out", torch::nn::Linear(options_.hidden(), 1))) {
+  for (std::int64_t i = 0; i < options.attention_layers(); ++i) {
+    attention_->push_back(
+        SegmentAttentionLayer(options.hidden(), options.heads(), options.segment_length()));
+  }
+}
+
+void GoPolicyImpl::reset_heads() {
+  torch::NoGradGuard no_grad;
+  // Identity modulation at first; training moves it. The placement head keeps a random
+  // initialisation, scaled up: devices are interchangeable, so a uniform first policy
+  // sits on a saddle where every placement and its device-permuted mirror score alike
+  // and the expected policy gradient is zero; near it PPO drifts back to uniform
+  // (balance pulls there at first order, co-location pays only at second order). A
+  // sharper random start breaks the symmetry and lets PPO improve a coherent placement.
+  modulation_->weight.zero_();
+  modulation_->bias.zero_();
+  placement_->weight.mul_(options.head_init_scale());
+}
+
+torch::Tensor GoPolicyImpl::attend(torch::Tensor x, const torch::Tensor& graph_embedding) {
+  const auto h = options.hidden();
+  torch::Tensor film;
+  if (options.modulation()) film = modulation_(graph_embedding).view({-1, 2, h});
+  std::int64_t i = 0;
+  for (const auto& layer : *attention_) {
+    if (options.modulation()) {
+      auto gate = 2.0 * torch::sigmoid(film[i][0]);
+      x = x * gate + film[i][1];
+    }
+    x = layer->as<SegmentAttentionLayer>()->forward(x);
+    ++i;
+  }
+  return x;
+}
+
+PolicyOutput GoPolicyImpl::forward(const GraphTensors& g, std::int64_t devices) {
+  TORCH_CHECK(devices >= 1 && devices <= options.max_devices(), "GO policy: a cluster of ", devices,
+              " devices does not fit a policy of at most ", options.max_devices(),
+              " devices (option max_devices)");
+  PolicyOutput out;
+  out.embeddings = encoder_(g);
+  auto graph_embedding = pool(out.embeddings);
+  auto masked = torch::arange(options.max_devices(), torch::kLong).ge(devices);
+  torch::Tensor x;
+  for (std::int64_t pass = 0; pass < options.refine_passes(); ++pass) {
+    auto input = out.embeddings;
+    if (pass > 0) input = input + previous_device_(out.logits.argmax(1).detach());
+    x = attend(input, graph_embedding);
+    out.logits = placement_(x).masked_fill(masked, kMaskedLogit);
+  }
+  // The value head reads detached features: its regression never pulls on the policy.
+  out.value = value_out_(torch::relu(value_hidden_(pool(x).detach()))).squeeze();
+  return out;
+}
+
+}  // namespace gopt::agents::go

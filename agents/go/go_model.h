@@ -1,0 +1,119 @@
+// The GO policy network (Zhou et al., "Transferable Graph Optimizers for ML Compilers",
+// NeurIPS 2020), in LibTorch:
+//
+//   node features ─► GraphSAGE encoder (predecessor and successor mean aggregation with
+//   index_add over edge index tensors; inductive) ─► graph embedding (mean and max pool)
+//        │                                               │ feature modulation: per-layer
+//        ▼                                               ▼ gates and shifts
+//   segment-level recurrent attention over nodes in topological order (Transformer-XL
+//   style: each segment attends to itself and to the gradient-stopped previous segment,
+//   with a learned relative-position bias), optionally refined over a few passes that see
+//   the previous pass's decisions ─► placement head (per-node softmax over devices,
+//   masked to the cluster's devices) and value head (one scalar per graph).
+//
+// Everything is linear in the number of nodes: aggregation is sparse, attention is over
+// windows of 2 x segment_length. Defaults and their reasoning: docs/agents.md "GO".
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+
+#include "agents/go/go_features.h"
+
+namespace gopt::agents::go {
+
+/// Sizes of the policy. Defaults: docs/agents.md.
+struct GoPolicyOptions {
+  TORCH_ARG(std::int64_t, hidden) = 128;          ///< width of every hidden layer
+  TORCH_ARG(std::int64_t, kind_embedding) = 16;   ///< op kind embedding size
+  TORCH_ARG(std::int64_t, sage_layers) = 2;       ///< GraphSAGE hops
+  TORCH_ARG(std::int64_t, attention_layers) = 2;  ///< recurrent attention layers
+  TORCH_ARG(std::int64_t, heads) = 4;             ///< attention heads
+  TORCH_ARG(std::int64_t, segment_length) = 128;  ///< nodes per attention segment
+  TORCH_ARG(std::int64_t, max_devices) = 8;       ///< placement head width
+  TORCH_ARG(std::int64_t, refine_passes) = 1;     ///< 1: decide once, no refinement
+  TORCH_ARG(bool, modulation) = true;             ///< feature modulation on/off (ablation)
+  TORCH_ARG(double, head_init_scale) = 3.0;       ///< placement head init x this (not saved)
+};
+
+/// One GraphSAGE layer: h' = LayerNorm(h + relu(W_s h + W_p mean_pred(h) + W_c mean_succ(h))).
+class SageLayerImpl : public torch::nn::Module {
+ public:
+  explicit SageLayerImpl(std::int64_t hidden);
+  torch::Tensor forward(const torch::Tensor& h, const GraphTensors& g);
+
+ private:
+  torch::nn::Linear self_{nullptr};
+  torch::nn::Linear pred_{nullptr};
+  torch::nn::Linear succ_{nullptr};
+  torch::nn::LayerNorm norm_{nullptr};
+};
+TORCH_MODULE(SageLayer);
+
+/// Node features -> node embeddings [N, hidden].
+class GraphSageEncoderImpl : public torch::nn::Module {
+ public:
+  explicit GraphSageEncoderImpl(const GoPolicyOptions& options);
+  torch::Tensor forward(const GraphTensors& g);
+
+ private:
+  torch::nn::Embedding kind_{nullptr};
+  torch::nn::Linear input_{nullptr};
+  torch::nn::ModuleList layers_;
+};
+TORCH_MODULE(GraphSageEncoder);
+
+/// One Transformer-XL style layer over segments of nodes in topological order.
+class SegmentAttentionLayerImpl : public torch::nn::Module {
+ public:
+  SegmentAttentionLayerImpl(std::int64_t hidden, std::int64_t heads, std::int64_t segment);
+  /// x: [N, hidden] in topological order; the memory of segment s is segment s-1 of the
+  /// same input, detached (no gradient flows into the memory).
+  torch::Tensor forward(const torch::Tensor& x);
+  /// The segmented keys/values for `x` [S, 2L, hidden] (memory then segment), exposed for
+  /// tests of the gradient stop.
+  torch::Tensor keys_and_values(const torch::Tensor& segments);
+
+ private:
+  std::int64_t hidden_, heads_, segment_;
+  torch::nn::Linear q_{nullptr}, k_{nullptr}, v_{nullptr}, o_{nullptr};
+  torch::nn::Linear ff1_{nullptr}, ff2_{nullptr};
+  torch::nn::LayerNorm norm1_{nullptr}, norm2_{nullptr};
+  torch::Tensor rel_bias_;   ///< [heads, 3L]: bias by offset (key index - query index)
+  torch::Tensor rel_index_;  ///< [L, 2L] int64 into rel_bias_'s last dimension
+};
+TORCH_MODULE(SegmentAttentionLayer);
+
+/// What one forward pass gives.
+struct PolicyOutput {
+  torch::Tensor logits;      ///< [N, max_devices], topological order; masked devices -inf
+  torch::Tensor value;       ///< [] predicted reward of the graph
+  torch::Tensor embeddings;  ///< [N, hidden] encoder output (for tests)
+};
+
+class GoPolicyImpl : public torch::nn::Module {
+ public:
+  explicit GoPolicyImpl(const GoPolicyOptions& options);
+  /// Runs the policy on `g` for a cluster of `devices` (<= max_devices).
+  PolicyOutput forward(const GraphTensors& g, std::int64_t devices);
+  /// Zeroes the modulation (identity gates at first) and scales the placement head by
+  /// head_init_scale; called once after initialisation.
+  void reset_heads();
+
+  GoPolicyOptions options;
+
+ private:
+  torch::Tensor attend(torch::Tensor x, const torch::Tensor& graph_embedding);
+
+  GraphSageEncoder encoder_{nullptr};
+  torch::nn::ModuleList attention_;
+  torch::nn::Linear modulation_{nullptr};  ///< graph embedding -> (gate, shift) per layer
+  torch::nn::Embedding previous_device_{nullptr};
+  torch::nn::Linear placement_{nullptr};
+  torch::nn::Linear value_hidden_{nullptr};
+  torch::nn::Linear value_out_{nullptr};
+};
+TORCH_MODULE(GoPolicy);
+
+}  // namespace gopt::agents::go

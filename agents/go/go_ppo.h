@@ -1,0 +1,106 @@
+// Proximal Policy Optimization (Schulman et al., 2017) for the GO policy on the simulator.
+//
+// One update on one graph: a forward pass without gradients gives per-node device
+// distributions; `samples_per_step` placements are drawn from them (all nodes at once)
+// and simulated, plus the greedy placement (evaluated for the best-so-far, not trained
+// on). The reward of a placement is -sqrt(step time / reference), where the reference is
+// the graph's first valid sampled step time, so rewards of every graph are O(1) and
+// graphs of very different speeds can share one policy; an out-of-memory placement gets
+// the fixed `oom_reward`. Advantages are the rewards minus the value head's prediction,
+// normalised over the batch. Then `epochs` passes of the clipped surrogate objective
+// (summed over the nodes of a placement, averaged over the samples), each a full forward
+// and backward pass over the graph, with a value loss (the value head reads detached
+// features, so its regression does not compete with the policy for the shared layers),
+// an entropy bonus on the joint (summed per-node) entropy, and global gradient-norm
+// clipping.
+//
+// Correlated exploration (a gopt addition, `exploration_block`): devices are sampled with
+// the Gumbel-max trick, a = argmax(logits + G), and all nodes of a block of consecutive
+// topological positions share one Gumbel vector G. Every node's marginal is still exactly
+// the policy's softmax, but neighbouring nodes with similar logits now move together, so
+// a sampled placement differs from another in a few coherent regions instead of in
+// thousands of independent coin flips whose effect on the step time averages out. On
+// graphs of thousands of nodes this is what lets the reward say anything (see
+// docs/agents.md for the measurements); block 1 restores independent sampling.
+//
+// The probability ratio is taken per node (each node's device is one factor of the joint
+// action, all factors sharing the placement's advantage) rather than for the product over
+// tens of thousands of nodes, whose ratio would leave the clip range at the first step.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "agents/environment.h"
+#include "agents/go/go_features.h"
+#include "agents/go/go_model.h"
+
+namespace gopt::agents::go {
+
+struct PpoOptions {
+  std::int64_t samples_per_step = 16;  ///< placements sampled per update
+  std::int64_t epochs = 3;             ///< optimisation passes over each batch
+  double learning_rate = 3e-3;         ///< Adam
+  double clip = 0.2;                   ///< ratio clip range
+  double value_coef = 0.5;             ///< weight of the value loss
+  double entropy_coef = 0.01;          ///< weight of the entropy bonus
+  double grad_clip = 1.0;              ///< max global gradient norm
+  double oom_reward = -3.0;            ///< reward of an out-of-memory placement
+  bool evaluate_greedy = true;         ///< also simulate the argmax placement each update
+  /// Correlated exploration: nodes in the same block of this many consecutive topological
+  /// positions share their Gumbel noise when sampled (1: independent, as in the paper).
+  /// Capped at N / (4 x devices) so that every graph has at least 4 blocks per device.
+  std::int64_t exploration_block = 64;
+};
+
+/// One graph being trained on, with its per-graph reward reference.
+struct PpoTask {
+  explicit PpoTask(Environment& environment);
+  Environment* env;
+  GraphTensors tensors;
+  double reference_s = 0;  ///< set from the first valid sample
+};
+
+/// What one update did.
+struct PpoStepStats {
+  double mean_step_time_s = 0;  ///< over the sampled placements, OOM counted as +inf excluded
+  double mean_reward = 0;
+  double policy_loss = 0;
+  double value_loss = 0;
+  double entropy = 0;        ///< mean per-node entropy (nats)
+  std::int64_t samples = 0;  ///< simulations this update
+  std::int64_t oom = 0;      ///< sampled placements that ran out of memory
+};
+
+/// Turns per-position device choices into a Decision (colocation applied).
+[[nodiscard]] core::Decision placement_decision(const torch::Tensor& devices_by_position,
+                                                const GraphTensors& tensors,
+                                                const core::CompiledGraph& graph);
+
+/// The greedy (argmax) placement of `policy` for `problem`.
+[[nodiscard]] core::Decision greedy_decision(GoPolicy& policy, const GraphTensors& tensors,
+                                             const Problem& problem);
+
+class PpoTrainer {
+ public:
+  PpoTrainer(GoPolicy policy, torch::optim::Adam& optimizer, PpoOptions options,
+             at::Generator generator);
+  /// One PPO update on `task`.
+  PpoStepStats step(PpoTask& task);
+  /// Simulations one update costs.
+  [[nodiscard]] std::int64_t samples_per_update() const {
+    return options_.samples_per_step + (options_.evaluate_greedy ? 1 : 0);
+  }
+
+ private:
+  torch::Tensor sample_actions(const torch::Tensor& log_probs, std::int64_t k);
+
+  GoPolicy policy_;
+  torch::optim::Adam* optimizer_;
+  PpoOptions options_;
+  at::Generator gen_;
+};
+
+}  // namespace gopt::agents::go

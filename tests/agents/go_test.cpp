@@ -1,0 +1,293 @@
+// The GO agent: policy shapes and masking, the gradient stop of the segment memory, the
+// encoder's permutation equivariance, learning a placement whose optimum is known, the
+// pretrain -> checkpoint -> zero-shot -> fine-tune round trip, and determinism.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <random>
+
+#include "agents/go/go_agent.h"
+#include "agents/go/go_features.h"
+#include "agents/go/go_model.h"
+#include "agents/registry.h"
+#include "agents/torch_utils.h"
+#include "core/errors.h"
+#include "tests/agents/agents_test_util.h"
+#include "tests/support/expect_error.h"
+#include "tests/support/random_dag.h"
+
+namespace gopt::agents::go {
+namespace {
+
+class Curve final : public TrainingObserver {
+ public:
+  void on_training_step(const LearningCurvePoint& p) override { points.push_back(p); }
+  std::vector<LearningCurvePoint> points;
+};
+
+// Independent heavy chains joined by a small sum: one chain per device is optimal. Each
+// chain has its own op type, else the chains would be automorphic and no
+// permutation-equivariant policy could tell them apart.
+core::Graph parallel_chains(int chains, int length) {
+  const char* types[] = {"MatMul", "Conv2D", "BatchMatMul", "DepthwiseConv2dNative"};
+  core::GraphBuilder b("chains");
+  auto in = b.add("in", "Placeholder").output({256, 1024});
+  std::vector<core::NodeId> ends;
+  for (int c = 0; c < chains; ++c) {
+    core::NodeId prev = in;
+    for (int i = 0; i < length; ++i) {
+      auto n = b.add("c" + std::to_string(c) + "_" + std::to_string(i), types[c % 4])
+                   .output({256, 1024})
+                   .flops(2.0 * 256 * 1024 * 1024 * 8);
+      b.connect(prev, n);
+      prev = n;
+    }
+    ends.push_back(prev);
+  }
+  auto sum = b.add("sum", "AddN").output({256, 1024});
+  for (auto e : ends) b.connect(e, sum);
+  return std::move(b).build();
+}
+
+// The hand-made optimum of parallel_chains: chain c on device c, the rest on device 0.
+core::Decision chains_optimum(const core::CompiledGraph& g) {
+  std::vector<core::DeviceId> placement(static_cast<std::size_t>(g.num_nodes()), 0);
+  for (core::NodeId v = 0; v < g.num_nodes(); ++v) {
+    const auto& name = g.node_names()[static_cast<std::size_t>(v)];
+    if (name.size() > 1 && name[0] == 'c') placement[static_cast<std::size_t>(v)] = name[1] - '0';
+  }
+  core::Decision d;
+  d.placement = placement;
+  return d;
+}
+
+GoPolicy small_policy(std::uint64_t seed, std::int64_t segment = 4) {
+  GoPolicy policy(GoPolicyOptions().hidden(16).heads(2).segment_length(segment).max_devices(4));
+  core::Rng rng(seed);
+  initialise(*policy, rng);
+  return policy;
+}
+
+TEST(GoPolicyTest, ShapesAndDeviceMasking) {
+  testing::ProblemFixture f(parallel_chains(2, 5), "p100x2_pcie");
+  auto tensors = make_graph_tensors(f.compiled);
+  auto policy = small_policy(1);
+  auto out = policy->forward(tensors, 3);
+  const auto n = static_cast<std::int64_t>(f.compiled.num_nodes());
+  ASSERT_EQ(out.logits.sizes(), (std::vector<std::int64_t>{n, 4}));
+  EXPECT_EQ(out.value.dim(), 0);
+  EXPECT_EQ(out.embeddings.sizes(), (std::vector<std::int64_t>{n, 16}));
+  auto probs = torch::softmax(out.logits, 1);
+  // The fourth device does not exist on this cluster: never chosen.
+  EXPECT_EQ(probs.select(1, 3).max().item<float>(), 0.0F);
+  EXPECT_GT(probs.slice(1, 0, 3).min().item<float>(), 0.0F);
+  EXPECT_TRUE(torch::allclose(probs.sum(1), torch::ones({n})));
+  // More devices than the head has is an error, not a silent truncation.
+  EXPECT_THROW((void)policy->forward(tensors, 5), c10::Error);
+}
+
+TEST(GoPolicyTest, SegmentMemoryIsGradientStopped) {
+  core::Rng rng(2);
+  SegmentAttentionLayer layer(8, 2, 4);
+  initialise(*layer, rng);
+  auto x = torch::randn({12, 8}).requires_grad_(true);  // three segments of four
+  auto y = layer->forward(x);
+  ASSERT_EQ(y.sizes(), x.sizes());
+  // Segment 1 (rows 4..7) attends to segment 0 only through the detached memory.
+  y.slice(0, 4, 8).sum().backward();
+  EXPECT_EQ(x.grad().slice(0, 0, 4).abs().max().item<float>(), 0.0F);
+  EXPECT_GT(x.grad().slice(0, 4, 8).abs().max().item<float>(), 0.0F);
+  EXPECT_EQ(x.grad().slice(0, 8, 12).abs().max().item<float>(), 0.0F);
+
+  // ... but the forward pass does see the memory: changing segment 0 changes segment 1.
+  torch::NoGradGuard no_grad;
+  auto x2 = x.detach().clone();
+  x2.slice(0, 0, 4).add_(1.0);
+  auto y2 = layer->forward(x2);
+  EXPECT_FALSE(torch::allclose(y.detach().slice(0, 4, 8), y2.slice(0, 4, 8)));
+  EXPECT_TRUE(torch::allclose(y.detach().slice(0, 8, 12), y2.slice(0, 8, 12)));
+}
+
+TEST(GoPolicyTest, EncoderIsPermutationEquivariant) {
+  auto graph = core::CompiledGraph::compile(
+      gopt::testing::random_dag(gopt::testing::RandomDagOptions().with_nodes(60).with_seed(3)));
+  auto g = make_graph_tensors(graph);
+  // A renumbered copy: position p of the copy holds position perm[p] of the original.
+  std::vector<std::int64_t> perm(static_cast<std::size_t>(g.num_nodes));
+  std::iota(perm.begin(), perm.end(), 0);
+  std::shuffle(perm.begin(), perm.end(), std::mt19937(4));
+  auto p = torch::tensor(perm, torch::kLong);
+  auto inverse = torch::empty_like(p);
+  inverse.index_put_({p}, torch::arange(g.num_nodes, torch::kLong));
+  GraphTensors h = g;
+  h.kinds = g.kinds.index_select(0, p);
+  h.numeric = g.numeric.index_select(0, p);
+  h.inv_in_deg = g.inv_in_deg.index_select(0, p);
+  h.inv_out_deg = g.inv_out_deg.index_select(0, p);
+  h.edge_src = inverse.index_select(0, g.edge_src);
+  h.edge_dst = inverse.index_select(0, g.edge_dst);
+
+  core::Rng rng(5);
+  GraphSageEncoder encoder(GoPolicyOptions().hidden(16));
+  initialise(*encoder, rng);
+  torch::NoGradGuard no_grad;
+  auto original = encoder->forward(g);
+  auto renumbered = encoder->forward(h);
+  EXPECT_TRUE(torch::allclose(renumbered, original.index_select(0, p), 1e-5, 1e-5));
+  // And the encoder is not trivially constant.
+  EXPECT_GT((original[0] - original[1]).abs().max().item<float>(), 1e-3F);
+}
+
+TEST(GoAgentTest, GoOneLearnsAPlacementWithAKnownOptimum) {
+  testing::ProblemFixture f(parallel_chains(2, 12), "p100x2_pcie", 7);
+  Environment reference(f.problem);
+  const double optimum = reference.evaluate(chains_optimum(f.compiled)).step_time_s;
+  core::Decision single;
+  single.placement = std::vector<core::DeviceId>(f.compiled.num_nodes(), 0);
+  const double single_time = reference.evaluate(single).step_time_s;
+  ASSERT_LT(optimum, 0.6 * single_time);  // the problem is worth solving
+
+  AgentRegistry r;
+  register_builtin_agents(r);
+  auto agent = r.create(
+      "go_one",
+      {{"hidden", "32"}, {"segment_length", "8"}, {"samples_per_step", "16"}, {"seed", "1"}});
+  Environment env(f.problem);
+  Curve curve;
+  agent->train(env, TrainBudget().with_steps(150), &curve);
+  ASSERT_EQ(curve.points.size(), 150u);
+  // The reward moved: the last updates sample placements within a few percent of the
+  // optimum, and the best found is at it. (Seeds 1, 3, 4 and 5 get there in 150 updates;
+  // seed 2's samples stay spread although its best is within 2%.)
+  EXPECT_LT(curve.points.back().mean_step_time_s, 1.05 * optimum)
+      << "first mean " << curve.points.front().mean_step_time_s << " optimum " << optimum;
+  EXPECT_LT(env.best_step_time_s(), 1.02 * optimum);
+  Environment check(f.problem);
+  EXPECT_LT(check.evaluate(agent->propose(f.problem)).step_time_s, 1.02 * optimum);
+}
+
+TEST(GoAgentTest, SameSeedSameRun) {
+  testing::ProblemFixture f(parallel_chains(3, 4), "p100x4_pcie", 2);
+  AgentRegistry r;
+  register_builtin_agents(r);
+  auto run = [&] {
+    auto agent = r.create("go_one", {{"hidden", "16"}, {"segment_length", "4"}, {"seed", "9"}});
+    Environment env(f.problem);
+    Curve curve;
+    agent->train(env, TrainBudget().with_steps(4), &curve);
+    std::vector<double> means;
+    for (const auto& p : curve.points) means.push_back(p.mean_step_time_s);
+    return std::make_pair(means, *agent->propose(f.problem).placement);
+  };
+  auto a = run();
+  auto b = run();
+  EXPECT_EQ(a.first, b.first);
+  EXPECT_EQ(a.second, b.second);
+}
+
+class GoCheckpointTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("gopt_go_ckpt_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::filesystem::path dir_;
+};
+
+TEST_F(GoCheckpointTest, PretrainThenZeroShotThenFinetune) {
+  testing::ProblemFixture a(parallel_chains(2, 6), "p100x2_pcie", 1);
+  testing::ProblemFixture b(parallel_chains(3, 4), "p100x2_pcie", 2);
+  testing::ProblemFixture held_out(parallel_chains(2, 9), "p100x2_pcie", 3);
+  const std::string checkpoint = (dir_ / "go.ckpt").string();
+  AgentRegistry r;
+  register_builtin_agents(r);
+  const std::map<std::string, std::string> sizes = {
+      {"hidden", "16"}, {"segment_length", "4"}, {"max_devices", "4"}};
+  auto pretrain_options = sizes;
+  pretrain_options["checkpoint"] = checkpoint;
+  auto pretrain = r.create("go_pretrain", pretrain_options);
+  auto* transferable = dynamic_cast<TransferableAgent*>(pretrain.get());
+  ASSERT_NE(transferable, nullptr);
+  Environment env_a(a.problem);
+  Environment env_b(b.problem);
+  Curve curve;
+  transferable->train_on_set({&env_a, &env_b}, TrainBudget().with_steps(6), &curve);
+  ASSERT_EQ(curve.points.size(), 6u);
+  EXPECT_GT(env_a.samples(), 0);  // both graphs were trained on
+  EXPECT_GT(env_b.samples(), 0);
+  ASSERT_TRUE(std::filesystem::exists(checkpoint));
+
+  // Zero-shot: the pretrained policy's greedy placement of an unseen graph.
+  auto zero_shot = r.create("go_zero_shot", {{"checkpoint", checkpoint}});
+  EXPECT_FALSE(zero_shot->is_learner());
+  auto decision = zero_shot->propose(held_out.problem);
+  EXPECT_EQ(decision.placement, pretrain->propose(held_out.problem).placement);
+  core::validate_decision(decision, held_out.compiled.num_nodes(), held_out.cluster.num_devices());
+
+  // Fine-tuning starts from the same policy, so it is never worse than zero-shot.
+  auto finetune = r.create("go_finetune", {{"checkpoint", checkpoint}, {"finetune_steps", "3"}});
+  Environment env_h(held_out.problem);
+  Curve finetune_curve;
+  finetune->train(env_h, TrainBudget().with_steps(50), &finetune_curve);
+  EXPECT_EQ(finetune_curve.points.size(), 3u);  // capped by finetune_steps
+  Environment check(held_out.problem);
+  EXPECT_LE(check.evaluate(finetune->propose(held_out.problem)).step_time_s,
+            check.evaluate(decision).step_time_s);
+}
+
+TEST_F(GoCheckpointTest, BadCheckpointsAreClearErrors) {
+  testing::ProblemFixture f(parallel_chains(2, 3), "p100x4_pcie", 1);
+  AgentRegistry r;
+  register_builtin_agents(r);
+  auto missing = (dir_ / "missing.ckpt").string();
+  auto message = gopt::testing::error_of([&] {
+    (void)r.create("go_zero_shot", {{"checkpoint", missing}})->propose(f.problem);
+  });
+  EXPECT_TRUE(gopt::testing::contains(message, missing)) << message;
+  EXPECT_TRUE(gopt::testing::contains(message, "go_pretrain")) << message;
+
+  message = gopt::testing::error_of([&] { (void)r.create("go_zero_shot")->propose(f.problem); });
+  EXPECT_TRUE(gopt::testing::contains(message, "checkpoint")) << message;
+
+  auto corrupt = (dir_ / "corrupt.ckpt").string();
+  std::ofstream(corrupt) << "this is not a checkpoint";
+  message = gopt::testing::error_of([&] {
+    (void)r.create("go_zero_shot", {{"checkpoint", corrupt}})->propose(f.problem);
+  });
+  EXPECT_TRUE(gopt::testing::contains(message, corrupt)) << message;
+
+  // A policy for two devices cannot place on four.
+  testing::ProblemFixture small(parallel_chains(2, 3), "p100x2_pcie", 1);
+  auto two = (dir_ / "two.ckpt").string();
+  auto pretrain = r.create(
+      "go_pretrain",
+      {{"hidden", "16"}, {"segment_length", "4"}, {"max_devices", "2"}, {"checkpoint", two}});
+  Environment env(small.problem);
+  pretrain->train(env, TrainBudget().with_steps(1), nullptr);
+  ASSERT_TRUE(std::filesystem::exists(two));
+  message = gopt::testing::error_of([&] {
+    (void)r.create("go_zero_shot", {{"checkpoint", two}})->propose(f.problem);
+  });
+  EXPECT_TRUE(gopt::testing::contains(message, "max_devices")) << message;
+
+  // Truncated: the first half of a good checkpoint.
+  auto truncated = (dir_ / "truncated.ckpt").string();
+  {
+    std::ifstream in(two, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::ofstream(truncated, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  }
+  message = gopt::testing::error_of([&] {
+    (void)r.create("go_zero_shot", {{"checkpoint", truncated}})->propose(small.problem);
+  });
+  EXPECT_TRUE(gopt::testing::contains(message, truncated)) << message;
+}
+
+}  // namespace
+}  // namespace gopt::agents::go
