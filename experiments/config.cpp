@@ -22,13 +22,9 @@ namespace gopt::experiments {
 
 const std::vector<PlannedComponent>& planned_agents() {
   static const std::vector<PlannedComponent> kPlanned = {
-      {"go_one", "GO-one: GO trained from scratch on one graph (placement)"},
       {"go_placement", "GO policy for placement alone"},
       {"go_scheduling", "GO policy for op scheduling alone"},
       {"go_fusion", "GO policy for op fusion alone"},
-      {"go_pretrain", "GO pretrained on the non-held-out graphs of the experiment"},
-      {"go_finetune", "GO pretrained, then fine-tuned on each held-out graph"},
-      {"go_zero_shot", "GO pretrained, applied to held-out graphs without fine-tuning"},
       {"go_multitask", "multi-task GO: placement, scheduling and fusion jointly"},
   };
   return kPlanned;

@@ -99,6 +99,8 @@ int run_experiment_command(const RunArgs& args, CliContext& ctx) {
   }
   ExperimentConfig config = load_config(args.config, ConfigLoadOptions().with_overrides(args.sets));
   const std::string out = args.out.empty() ? config.output : args.out;
+  // Checkpoints (go_pretrain) are written beside the results file actually used.
+  if (out != "-") config.output = out;
 
   // `--out -`: no file, one line per result on stdout (a dry look at a config).
   const bool console_only = out == "-";

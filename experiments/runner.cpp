@@ -47,6 +47,17 @@ std::string clock_text(double seconds) {
   return buf;
 }
 
+// Generalization agents: a producer (go_pretrain) trains one policy on every training
+// graph and writes a checkpoint; consumers (go_finetune, go_zero_shot) load it and run on
+// each held-out graph.
+enum class TransferRole { kNone, kProducer, kConsumer };
+
+TransferRole transfer_role(const std::string& type) {
+  if (type == "go_pretrain") return TransferRole::kProducer;
+  if (type == "go_finetune" || type == "go_zero_shot") return TransferRole::kConsumer;
+  return TransferRole::kNone;
+}
+
 struct Job {
   ResultKey key;
   std::int64_t order = 0;
@@ -275,6 +286,40 @@ class CurveRecorder final : public agents::TrainingObserver {
   const std::atomic<bool>* stop_;
 };
 
+// Pretraining progress: records the curve, prints a line every `heartbeat_s`, and stops
+// training when the stop flag is set.
+class PretrainRecorder final : public agents::TrainingObserver {
+ public:
+  PretrainRecorder(std::string label, std::int64_t max_steps, std::ostream* out, double heartbeat_s,
+                   const std::atomic<bool>* stop)
+      : label_(std::move(label)),
+        max_steps_(max_steps),
+        out_(out),
+        heartbeat_s_(heartbeat_s),
+        stop_(stop) {}
+  void on_training_step(const agents::LearningCurvePoint& point) override {
+    curve.push_back(point);
+    const auto now = Clock::now();
+    if (out_ && (std::chrono::duration<double>(now - last_).count() >= heartbeat_s_ ||
+                 point.step == max_steps_)) {
+      *out_ << "gopt: " << label_ << ": update " << point.step << "/" << max_steps_ << ", "
+            << point.samples << " samples, " << clock_text(point.wall_s) << " elapsed\n"
+            << std::flush;
+      last_ = now;
+    }
+    if (stop_ && stop_->load()) throw Interrupted{};
+  }
+  std::vector<agents::LearningCurvePoint> curve;
+
+ private:
+  std::string label_;
+  std::int64_t max_steps_;
+  std::ostream* out_;
+  double heartbeat_s_;
+  const std::atomic<bool>* stop_;
+  Clock::time_point last_ = Clock::now();
+};
+
 // Read-only data every job of a run shares.
 struct Shared {
   const ExperimentConfig& config;
@@ -284,9 +329,10 @@ struct Shared {
   std::map<std::string, core::CompiledGraph> graphs;  // by workload label
 };
 
-RunResult run_job(const Shared& shared, const Job& job, CurveRecorder& recorder) {
-  const auto start = Clock::now();
-  const core::CompiledGraph& graph = shared.graphs.at(job.workload->name);
+// The result row of `job` for the decision `agent` proposes after training in `env`.
+RunResult result_of(const Shared& shared, const Job& job, agents::Agent& agent,
+                    agents::Environment& env, Clock::time_point start) {
+  const core::CompiledGraph& graph = env.problem().graph;
   RunResult r;
   r.key = job.key;
   r.order = job.order;
@@ -294,17 +340,13 @@ RunResult run_job(const Shared& shared, const Job& job, CurveRecorder& recorder)
   r.held_out = job.workload->held_out;
   r.graph = job.workload->graph;
   r.hardware = shared.cluster.name();
-  r.problem_seed = job_seed(job.key.seed, job.key.workload, job.key.agent);
+  r.problem_seed = env.problem().seed;
   r.num_nodes = graph.num_nodes();
   r.num_devices = shared.cluster.num_devices();
   r.options = job.agent->options;
-
-  auto agent = shared.registry.create(job.agent->type, job.agent->options, shared.config.source);
-  agents::Problem problem{graph, shared.cluster, *shared.cost, r.problem_seed};
-  agents::Environment env(problem);
-  r.learner = agent->is_learner();
-  if (r.learner) agent->train(env, job.agent->budget, &recorder);
-  r.decision = agent->propose(problem);
+  // A learned agent: one that trains, or one that applies a pretrained policy.
+  r.learner = agent.is_learner() || transfer_role(job.agent->type) != TransferRole::kNone;
+  r.decision = agent.propose(env.problem());
   auto evaluation = env.evaluate(r.decision);
   const auto& sim = env.last_result();
   r.best_step_time_s = evaluation.step_time_s;
@@ -322,13 +364,120 @@ RunResult run_job(const Shared& shared, const Job& job, CurveRecorder& recorder)
   return r;
 }
 
+RunResult run_job(const Shared& shared, const Job& job, CurveRecorder& recorder) {
+  const auto start = Clock::now();
+  const core::CompiledGraph& graph = shared.graphs.at(job.workload->name);
+  auto options = job.agent->options;
+  if (transfer_role(job.agent->type) == TransferRole::kConsumer && options["checkpoint"].empty()) {
+    options["checkpoint"] = default_checkpoint(shared.config, job.key.seed);
+  }
+  auto agent = shared.registry.create(job.agent->type, options, shared.config.source);
+  agents::Problem problem{graph, shared.cluster, *shared.cost,
+                          job_seed(job.key.seed, job.key.workload, job.key.agent)};
+  agents::Environment env(problem);
+  if (agent->is_learner()) agent->train(env, job.agent->budget, &recorder);
+  return result_of(shared, job, *agent, env, start);
+}
+
 std::string result_line(const RunResult& r) {
   std::string s = r.key.text() + ": " + core::format_seconds(r.best_step_time_s);
   if (r.oom) s += " [OOM]";
   return s + " in " + core::format_seconds(r.wall_s);
 }
 
+// Runs every pretraining job: per (agent, seed), one policy trained on all training
+// graphs, its checkpoint written, then one result row per training graph.
+void pretrain(const Shared& shared, const std::vector<Job>& pending, ResultSink& sink,
+              const RunnerOptions& options, RunSummary& summary) {
+  const ExperimentConfig& config = shared.config;
+  for (const auto& a : config.agents) {
+    for (auto seed : config.seeds) {
+      std::vector<const Job*> group;
+      for (const auto& j : pending) {
+        if (j.agent == &a && j.key.seed == seed) group.push_back(&j);
+      }
+      if (group.empty()) continue;
+      if (options.stop && options.stop->load()) return;
+      const auto start = Clock::now();
+      auto agent_options = a.options;
+      agent_options["checkpoint"] = pretrain_checkpoint(config, a, seed);
+      const std::string label = a.name + " (seed " + std::to_string(seed) + ")";
+      std::vector<const WorkloadConfig*> training;
+      for (const auto& w : config.workloads) {
+        if (!w.held_out) training.push_back(&w);
+      }
+      auto fail = [&](const std::string& message) {
+        for (const auto* j : group) {
+          summary.failures.push_back(j->key.text() + ": " + message);
+          if (options.progress) {
+            *options.progress << j->key.text() << ": FAILED: " << message << "\n" << std::flush;
+          }
+        }
+      };
+      try {
+        auto agent = shared.registry.create(a.type, agent_options, config.source);
+        auto* transferable = dynamic_cast<agents::TransferableAgent*>(agent.get());
+        if (!transferable) throw core::Error("agent '" + a.type + "' cannot pretrain");
+        std::vector<std::unique_ptr<agents::Environment>> environments;
+        std::vector<agents::Environment*> pointers;
+        for (const auto* w : training) {
+          agents::Problem problem{shared.graphs.at(w->name), shared.cluster, *shared.cost,
+                                  job_seed(seed, w->name, a.name)};
+          environments.push_back(std::make_unique<agents::Environment>(problem));
+          pointers.push_back(environments.back().get());
+        }
+        if (options.progress) {
+          *options.progress << "gopt: pretraining " << label << " on " << training.size()
+                            << " graphs, up to " << a.budget.max_steps << " updates -> "
+                            << agent_options["checkpoint"] << "\n"
+                            << std::flush;
+        }
+        PretrainRecorder recorder(label, a.budget.max_steps, options.progress, options.heartbeat_s,
+                                  options.stop);
+        transferable->train_on_set(pointers, a.budget, &recorder);
+        for (const auto* j : group) {
+          const auto index = static_cast<std::size_t>(
+              std::find(training.begin(), training.end(), j->workload) - training.begin());
+          RunResult result = result_of(shared, *j, *agent, *environments[index], start);
+          result.learning_curve = recorder.curve;
+          sink.write(result);
+          ++summary.completed;
+          if (options.progress) *options.progress << result_line(result) << "\n" << std::flush;
+        }
+      } catch (const Interrupted&) {
+        return;
+      } catch (const core::InputError& e) {
+        fail(e.what());
+      } catch (const std::exception& e) {
+        fail(e.what());
+      }
+    }
+  }
+}
+
 }  // namespace
+
+std::string pretrain_checkpoint(const ExperimentConfig& config, const AgentConfig& agent,
+                                std::uint64_t seed) {
+  auto given = agent.options.find("checkpoint");
+  if (given != agent.options.end() && !given->second.empty()) return given->second;
+  std::string stem = config.output;
+  const std::string suffix = ".h5";
+  if (stem.size() > suffix.size() &&
+      stem.compare(stem.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    stem.resize(stem.size() - suffix.size());
+  }
+  return stem + "." + agent.name + ".seed" + std::to_string(seed) + ".ckpt";
+}
+
+std::string default_checkpoint(const ExperimentConfig& config, std::uint64_t seed) {
+  for (const auto& a : config.agents) {
+    if (transfer_role(a.type) == TransferRole::kProducer) {
+      return pretrain_checkpoint(config, a, seed);
+    }
+  }
+  return "";
+}
 
 std::uint64_t job_seed(std::uint64_t seed, const std::string& workload, const std::string& agent) {
   return core::mix_seed(core::mix_seed(seed, fnv1a(workload)), fnv1a(agent));
@@ -347,8 +496,16 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
   std::vector<Job> jobs;
   std::int64_t order = 0;
   std::set<std::string> planned_said;
+  // Pretraining runs one job per (go_pretrain agent, seed) over every training graph and
+  // produces the rows of those graphs; consumers run on the held-out graphs only.
+  std::vector<Job> pretrain_jobs;
+  const bool any_held_out = std::any_of(config.workloads.begin(), config.workloads.end(),
+                                        [](const WorkloadConfig& w) { return w.held_out; });
   for (const auto& w : config.workloads) {
     for (const auto& a : config.agents) {
+      const auto role = transfer_role(a.type);
+      if (role == TransferRole::kProducer && w.held_out) continue;
+      if (role == TransferRole::kConsumer && any_held_out && !w.held_out) continue;
       for (auto seed : config.seeds) {
         ++summary.total;
         Job job{{w.name, a.name, seed}, order++, &w, &a};
@@ -360,7 +517,7 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
           ++summary.already_done;
           continue;
         }
-        jobs.push_back(job);
+        (role == TransferRole::kProducer ? pretrain_jobs : jobs).push_back(job);
       }
     }
   }
@@ -389,7 +546,8 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
   datasets::register_builtin_workloads(workloads);
   for (const auto& w : config.workloads) {
     bool needed =
-        std::any_of(jobs.begin(), jobs.end(), [&](const Job& j) { return j.workload == &w; });
+        std::any_of(jobs.begin(), jobs.end(), [&](const Job& j) { return j.workload == &w; }) ||
+        (!pretrain_jobs.empty() && !w.held_out);
     if (!needed) continue;
     datasets::LoadOptions load;
     load.overrides = w.overrides;
@@ -400,6 +558,12 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
   }
 
   sink.begin(options.metadata);
+  pretrain(shared, pretrain_jobs, sink, options, summary);
+  if (options.stop && options.stop->load()) {
+    summary.interrupted = true;
+    summary.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
+    return summary;
+  }
   if (jobs.empty()) {
     summary.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
     return summary;

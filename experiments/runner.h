@@ -74,6 +74,15 @@ struct RunSummary {
 [[nodiscard]] std::uint64_t job_seed(std::uint64_t seed, const std::string& workload,
                                      const std::string& agent);
 
+/// Where the go_pretrain agent `agent` of `config` writes its checkpoint for `seed`: its
+/// `checkpoint` option when given, else "<output without .h5>.<agent label>.seed<seed>.ckpt"
+/// beside the results file.
+[[nodiscard]] std::string pretrain_checkpoint(const ExperimentConfig& config,
+                                              const AgentConfig& agent, std::uint64_t seed);
+/// The checkpoint go_finetune and go_zero_shot load when their `checkpoint` option is
+/// unset: the first go_pretrain agent's for the same seed; "" when the config has none.
+[[nodiscard]] std::string default_checkpoint(const ExperimentConfig& config, std::uint64_t seed);
+
 /// Runs every job of `config` not in `options.done`, writing each result to `sink` as it
 /// finishes. Throws InputError when a workload or the hardware profile cannot be loaded
 /// (before any job runs). A failing job is recorded in RunSummary::failures and the others
