@@ -1,0 +1,164 @@
+#include "agents/baselines/tf_default.h"
+
+#include <algorithm>
+#include <limits>
+#include <memory>
+#include <string>
+
+#include "agents/baselines/human_expert.h"
+#include "core/errors.h"
+#include "simulator/fusion.h"
+
+namespace gopt::agents {
+namespace {
+
+// Operands (distinct producers outside group g with a data edge into it) plus outputs
+// (members with a data edge leaving g, or with no data consumer at all) of group g.
+// `stamp` is per-node scratch holding the last group that counted that producer.
+std::int32_t operands_and_outputs(const core::CompiledGraph& graph,
+                                  const simulator::FusionGroups& groups, std::int32_t g,
+                                  std::vector<std::int32_t>& stamp) {
+  std::int32_t count = 0;
+  const auto begin = groups.member_offset[static_cast<std::size_t>(g)];
+  const auto end = groups.member_offset[static_cast<std::size_t>(g) + 1];
+  for (auto i = begin; i < end; ++i) {
+    const NodeId m = groups.members[static_cast<std::size_t>(i)];
+    for (auto s = graph.in_begin(m); s < graph.in_end(m); ++s) {
+      const NodeId src = graph.in_source(s);
+      if (graph.edge_bytes(graph.in_edge(s)) == 0) continue;
+      if (groups.group_of[static_cast<std::size_t>(src)] == g) continue;
+      if (stamp[static_cast<std::size_t>(src)] == g) continue;
+      stamp[static_cast<std::size_t>(src)] = g;
+      ++count;
+    }
+    bool has_data_out = false;
+    bool leaves = false;
+    for (auto e = graph.out_begin(m); e < graph.out_end(m); ++e) {
+      if (graph.edge_bytes(e) == 0) continue;
+      has_data_out = true;
+      leaves = leaves || groups.group_of[static_cast<std::size_t>(graph.out_target(e))] != g;
+    }
+    if (!has_data_out || leaves) ++count;
+  }
+  return count;
+}
+
+enum class TfPlacement { kHumanExpert, kSingleDevice };
+
+// TensorFlow's default pipeline: see tf_default.h and docs/agents.md.
+class TfDefaultAgent final : public Agent {
+ public:
+  TfDefaultAgent(TfPlacement placement, bool fusion, XlaFusionOptions options)
+      : placement_(placement), fusion_(fusion), options_(options) {}
+  std::string name() const override { return "tf_default"; }
+
+  core::Decision propose(const Problem& problem) override {
+    core::Decision d;
+    if (placement_ == TfPlacement::kHumanExpert) {
+      d.placement = make_human_expert_agent()->propose(problem).placement;
+    } else {
+      d.placement = std::vector<DeviceId>(static_cast<std::size_t>(problem.num_nodes()), 0);
+    }
+    // No priorities: the executor's FIFO order.
+    if (fusion_) d.fusion = xla_fusion_priorities(problem.graph, d.placement->data(), options_);
+    return d;
+  }
+
+ private:
+  TfPlacement placement_;
+  bool fusion_;
+  XlaFusionOptions options_;
+};
+
+std::int32_t non_negative_option(const AgentOptions& o, const std::string& name) {
+  const auto v = o.get_int(name);
+  if (v < 0 || v > std::numeric_limits<std::int32_t>::max()) {
+    throw core::InputError("", "agents.tf_default." + name,
+                           "expected 0 (no limit) or a positive count, found " + std::to_string(v));
+  }
+  return static_cast<std::int32_t>(v);
+}
+
+}  // namespace
+
+bool xla_fusible(core::OpKind kind) {
+  switch (kind) {
+    case core::OpKind::kElementwise:
+    case core::OpKind::kReduction:
+    case core::OpKind::kSoftmax:
+    case core::OpKind::kNormalization:
+    case core::OpKind::kDataMovement:
+    case core::OpKind::kReshape:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::vector<std::int32_t> xla_fusion_priorities(const core::CompiledGraph& graph,
+                                                const core::DeviceId* placement,
+                                                const XlaFusionOptions& options) {
+  const auto n = static_cast<std::size_t>(graph.num_nodes());
+  std::vector<std::int32_t> fusion(n, 0);
+  const auto& rank = graph.topological_rank();
+  for (std::size_t v = 0; v < n; ++v) {
+    if (xla_fusible(graph.kind()[v])) fusion[v] = 1 + rank[v];
+  }
+  if (options.max_operands_and_outputs <= 0 && options.max_ops <= 0) return fusion;
+  simulator::FusionWorkspace workspace;
+  simulator::FusionGroups groups;
+  std::vector<std::int32_t> stamp(n);
+  for (;;) {
+    workspace.form_groups(graph, placement, fusion.data(), groups);
+    std::fill(stamp.begin(), stamp.end(), -1);
+    bool split = false;
+    for (std::int32_t g = 0; g < groups.num_groups(); ++g) {
+      const std::int32_t size = groups.group_size(g);
+      if (size < 2) continue;
+      const bool too_many_ops = options.max_ops > 0 && size > options.max_ops;
+      const bool too_much_io =
+          options.max_operands_and_outputs > 0 &&
+          operands_and_outputs(graph, groups, g, stamp) > options.max_operands_and_outputs;
+      if (!too_many_ops && !too_much_io) continue;
+      const auto middle = groups.member_offset[static_cast<std::size_t>(g)] + size / 2;
+      fusion[static_cast<std::size_t>(groups.members[static_cast<std::size_t>(middle)])] = 0;
+      split = true;
+    }
+    if (!split) return fusion;
+  }
+}
+
+void register_tf_default(AgentRegistry& registry) {
+  registry.add(
+      {"tf_default",
+       "TensorFlow's default pipeline (GO paper Table 3): expert (or single-device) placement, "
+       "FIFO scheduling, XLA-style rule-based fusion of elementwise, reduction and "
+       "data-movement ops",
+       false,
+       {{"placement", OptionType::kString, "human_expert",
+         "human_expert (the human_expert agent's placement, as in the paper's TF-default) or "
+         "single_device (every op on device 0)"},
+        {"fusion", OptionType::kBool, "true",
+         "XLA-style rule-based fusion; false = TensorFlow without XLA (no fusion)"},
+        {"max_fusion_operands", OptionType::kInt, "64",
+         "most operands + outputs of one fused kernel, 0 = no limit (XLA GPU's "
+         "kMaxOperandsAndOutputsPerFusion)"},
+        {"max_fused_ops", OptionType::kInt, "0", "most ops in one fused kernel, 0 = no limit"}},
+       [](const AgentOptions& o) {
+         const std::string& p = o.get_string("placement");
+         TfPlacement placement = TfPlacement::kHumanExpert;
+         if (p == "single_device") {
+           placement = TfPlacement::kSingleDevice;
+         } else if (p != "human_expert") {
+           throw core::InputError("", "agents.tf_default.placement",
+                                  "expected human_expert or single_device, found '" + p + "'");
+         }
+         auto options =
+             XlaFusionOptions()
+                 .with_max_operands_and_outputs(non_negative_option(o, "max_fusion_operands"))
+                 .with_max_ops(non_negative_option(o, "max_fused_ops"));
+         return std::make_unique<TfDefaultAgent>(placement, o.get_bool("fusion"), options);
+       }});
+}
+
+}  // namespace gopt::agents
