@@ -1,6 +1,8 @@
 // The three task graphs of tests/support/task_graphs.h on the shipped P100 profiles: each
 // shows that the simulator rewards exactly one task (scheduling, fusion, placement), with
 // step times checked against hand-computed sums of the cost model's op and transfer times.
+// Default -> improved step time: scheduling 5.602 -> 3.133 ms, fusion 0.445 -> 0.071 ms,
+// placement 9.872 -> 2.468 ms.
 #include "tests/support/task_graphs.h"
 
 #include <gtest/gtest.h>
