@@ -49,9 +49,11 @@ struct XlaFusionOptions {
 /// procedure form XLA-like groups under `placement` (nullptr = every op on device 0):
 /// fusible ops get 1 + their topological rank (so producer->consumer pairs nearest the
 /// graph's outputs merge first, as XLA walks from the root towards the inputs), the others
-/// 0. Then, while a group breaks a limit of `options`, the member in the middle of each
-/// such group (in topological order) is set to 0 and the groups are formed again; each
-/// round removes at least one op from fusion, so this terminates.
+/// 0. An op that alone reads more tensors than the operand limit allows gets 0. Then, while
+/// a group breaks a limit of `options`, members from the middle of the group (in
+/// topological order, never its last) are set to 0, one for too many ops and as many as the
+/// excess for too many operands and outputs, and the groups are formed again; each round
+/// removes at least one op from fusion, so this terminates.
 [[nodiscard]] std::vector<std::int32_t> xla_fusion_priorities(const core::CompiledGraph& graph,
                                                               const core::DeviceId* placement,
                                                               const XlaFusionOptions& options);
