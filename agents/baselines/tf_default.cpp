@@ -163,8 +163,8 @@ void register_tf_default(AgentRegistry& registry) {
        "data-movement ops",
        false,
        {{"placement", OptionType::kString, "human_expert",
-         "human_expert (the human_expert agent's placement, as in the paper's TF-default) or "
-         "single_device (every op on device 0)"},
+         "human_expert (the human_expert agent's placement: the device scopes a user writes by "
+         "hand) or single_device (every op on device 0)"},
         {"fusion", OptionType::kBool, "true",
          "XLA-style rule-based fusion; false = TensorFlow without XLA (no fusion)"},
         {"max_fusion_operands", OptionType::kInt, "64",
