@@ -25,6 +25,11 @@ const std::vector<PlannedComponent>& planned_agents() {
       {"go_placement", "GO policy for placement alone"},
       {"go_scheduling", "GO policy for op scheduling alone"},
       {"go_fusion", "GO policy for op fusion alone"},
+      {"go_placement_scheduling",
+       "multi-task GO for placement and scheduling; fusion as tf_default does it"},
+      {"go_placement_fusion", "multi-task GO for placement and fusion; FIFO scheduling"},
+      {"go_scheduling_fusion",
+       "multi-task GO for scheduling and fusion; placement as tf_default does it"},
       {"go_multitask", "multi-task GO: placement, scheduling and fusion jointly"},
   };
   return kPlanned;

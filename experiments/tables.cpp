@@ -165,8 +165,11 @@ Table placement_table(const Grid& g, const std::vector<std::string>& workloads, 
   return t;
 }
 
-// Table 3: every agent's step-time reduction relative to TensorFlow's default and to an
-// unoptimised single GPU.
+// Table 3: step times of the two references, every other agent's step-time reduction
+// relative to each (TensorFlow's default: an agent of type tf_default, or one labelled
+// tf_default in older files; the unoptimised single GPU: the first single_device agent),
+// and multi-task GO against the best single-task GO variant on the same workload. An
+// average row follows when there is more than one workload.
 Table multitask_table(const Grid& g) {
   Table t;
   t.id = "multitask";
@@ -174,43 +177,98 @@ Table multitask_table(const Grid& g) {
   const Agent* tf_default = nullptr;
   const Agent* single = nullptr;
   for (const auto& a : g.agents) {
-    if (a.name == "tf_default") tf_default = &a;
+    if (a.type == "tf_default" && !tf_default) tf_default = &a;
+  }
+  for (const auto& a : g.agents) {
+    if (a.name == "tf_default" && !tf_default) tf_default = &a;
     if (a.type == "single_device" && !single) single = &a;
   }
   std::vector<std::pair<const Agent*, std::string>> refs;
   if (tf_default) refs.emplace_back(tf_default, "TF default");
   if (single) refs.emplace_back(single, "single GPU");
+  static const std::vector<std::string> kSingleTask = {"go_placement", "go_scheduling",
+                                                       "go_fusion"};
+  std::vector<const Agent*> single_task;
+  for (const auto& a : g.agents) {
+    if (std::find(kSingleTask.begin(), kSingleTask.end(), a.type) != kSingleTask.end()) {
+      single_task.push_back(&a);
+    }
+  }
   t.header.push_back("workload");
-  std::vector<const Agent*> others;
+  for (const auto& [ref, label] : refs) t.header.push_back(label + " (ms)");
+  // Each comparison: an agent, and either a reference or (nullptr) the best single task.
+  std::vector<std::pair<const Agent*, const Agent*>> columns;
   for (const auto& a : g.agents) {
     if (&a == tf_default || &a == single) continue;
-    others.push_back(&a);
-    for (const auto& [ref, label] : refs) t.header.push_back(a.name + " vs " + label);
+    for (const auto& [ref, label] : refs) {
+      t.header.push_back(a.name + " vs " + label);
+      columns.emplace_back(&a, ref);
+    }
+    if (a.type == "go_multitask" && !single_task.empty()) {
+      t.header.push_back(a.name + " vs best single task");
+      columns.emplace_back(&a, nullptr);
+    }
   }
+  std::vector<std::vector<double>> values(columns.size());
   for (const auto& w : g.workloads) {
     std::vector<std::string> row{w};
-    for (const auto* a : others) {
-      for (const auto& ref_label : refs) {
-        const Agent* ref = ref_label.first;
-        auto at = g.time(w, a->name);
-        auto rt = g.time(w, ref->name);
-        if (!g.cell(w, a->name) || !g.cell(w, ref->name)) {
-          row.push_back("-");
-        } else if (!at || !rt) {
-          row.push_back("OOM");
-        } else {
-          row.push_back(percent(reduction(*at, *rt)));
+    for (const auto& ref_label : refs) row.push_back(time_cell(g, w, ref_label.first->name));
+    for (std::size_t i = 0; i < columns.size(); ++i) {
+      const Agent* a = columns[i].first;
+      const Agent* ref = columns[i].second;
+      std::optional<double> rt;
+      bool has_ref = false;
+      if (ref) {
+        rt = g.time(w, ref->name);
+        has_ref = g.cell(w, ref->name) != nullptr;
+      } else {
+        for (const auto* s : single_task) {
+          auto st = g.time(w, s->name);
+          has_ref = has_ref || g.cell(w, s->name) != nullptr;
+          if (st && (!rt || *st < *rt)) rt = st;
         }
+      }
+      auto at = g.time(w, a->name);
+      if (!g.cell(w, a->name) || !has_ref) {
+        row.push_back("-");
+      } else if (!at || !rt) {
+        row.push_back("OOM");
+      } else {
+        values[i].push_back(reduction(*at, *rt));
+        row.push_back(percent(values[i].back()));
       }
     }
     t.rows.push_back(std::move(row));
   }
-  if (refs.empty()) {
-    t.notes.push_back(
-        "No reference agents in the file: add an agent named 'tf_default' (TensorFlow's "
-        "default placement, scheduling and fusion) and a single_device agent.");
+  if (g.workloads.size() > 1 && !columns.empty()) {
+    std::vector<std::string> row{"average"};
+    row.resize(1 + refs.size());
+    for (const auto& v : values) {
+      if (v.empty()) {
+        row.push_back("-");
+        continue;
+      }
+      double sum = 0;
+      for (double x : v) sum += x;
+      row.push_back(percent(sum / static_cast<double>(v.size())));
+    }
+    t.rows.push_back(std::move(row));
   }
-  t.notes.push_back("Positive: faster than the reference.");
+  if (!tf_default || !single) {
+    t.notes.push_back(
+        "Missing reference agents: add a tf_default agent (TensorFlow's default placement, "
+        "FIFO scheduling and XLA-style fusion) and a single_device agent (an unoptimised "
+        "single GPU).");
+  }
+  t.notes.push_back(
+      "Step times are simulated, means over seeds, in milliseconds. X vs R: step-time "
+      "reduction of X relative to R, (R - X) / R (positive: X is faster); the average is over "
+      "the workloads where both have a time.");
+  if (!single_task.empty()) {
+    t.notes.push_back(
+        "vs best single task: relative to the fastest of go_placement, go_scheduling and "
+        "go_fusion on that workload.");
+  }
   return t;
 }
 

@@ -115,6 +115,8 @@ class HumanExpertAgent final : public Agent {
 
 }  // namespace
 
+std::unique_ptr<Agent> make_human_expert_agent() { return std::make_unique<HumanExpertAgent>(); }
+
 void register_human_expert(AgentRegistry& registry) {
   registry.add({"human_expert",
                 "per-family expert rules: one LSTM layer per device (RNNLM, GNMT; attention and "
@@ -122,7 +124,7 @@ void register_human_expert(AgentRegistry& registry) {
                 "branches across devices (Inception, AmoebaNet)",
                 false,
                 {},
-                [](const AgentOptions&) { return std::make_unique<HumanExpertAgent>(); }});
+                [](const AgentOptions&) { return make_human_expert_agent(); }});
 }
 
 }  // namespace gopt::agents

@@ -1,0 +1,191 @@
+#include "agents/baselines/tf_default.h"
+
+#include <algorithm>
+#include <limits>
+#include <memory>
+#include <string>
+
+#include "agents/baselines/human_expert.h"
+#include "core/errors.h"
+#include "simulator/fusion.h"
+
+namespace gopt::agents {
+namespace {
+
+// Operands (distinct producers outside group g with a data edge into it) plus outputs
+// (members with a data edge leaving g, or with no data consumer at all) of group g.
+// `stamp` is per-node scratch holding the last group that counted that producer.
+std::int32_t operands_and_outputs(const core::CompiledGraph& graph,
+                                  const simulator::FusionGroups& groups, std::int32_t g,
+                                  std::vector<std::int32_t>& stamp) {
+  std::int32_t count = 0;
+  const auto begin = groups.member_offset[static_cast<std::size_t>(g)];
+  const auto end = groups.member_offset[static_cast<std::size_t>(g) + 1];
+  for (auto i = begin; i < end; ++i) {
+    const NodeId m = groups.members[static_cast<std::size_t>(i)];
+    for (auto s = graph.in_begin(m); s < graph.in_end(m); ++s) {
+      const NodeId src = graph.in_source(s);
+      if (graph.edge_bytes(graph.in_edge(s)) == 0) continue;
+      if (groups.group_of[static_cast<std::size_t>(src)] == g) continue;
+      if (stamp[static_cast<std::size_t>(src)] == g) continue;
+      stamp[static_cast<std::size_t>(src)] = g;
+      ++count;
+    }
+    bool has_data_out = false;
+    bool leaves = false;
+    for (auto e = graph.out_begin(m); e < graph.out_end(m); ++e) {
+      if (graph.edge_bytes(e) == 0) continue;
+      has_data_out = true;
+      leaves = leaves || groups.group_of[static_cast<std::size_t>(graph.out_target(e))] != g;
+    }
+    if (!has_data_out || leaves) ++count;
+  }
+  return count;
+}
+
+enum class TfPlacement { kHumanExpert, kSingleDevice };
+
+// TensorFlow's default pipeline: see tf_default.h and docs/agents.md.
+class TfDefaultAgent final : public Agent {
+ public:
+  TfDefaultAgent(TfPlacement placement, bool fusion, XlaFusionOptions options)
+      : placement_(placement), fusion_(fusion), options_(options) {}
+  std::string name() const override { return "tf_default"; }
+
+  core::Decision propose(const Problem& problem) override {
+    core::Decision d;
+    if (placement_ == TfPlacement::kHumanExpert) {
+      d.placement = make_human_expert_agent()->propose(problem).placement;
+    } else {
+      d.placement = std::vector<DeviceId>(static_cast<std::size_t>(problem.num_nodes()), 0);
+    }
+    // No priorities: the executor's FIFO order.
+    if (fusion_) d.fusion = xla_fusion_priorities(problem.graph, d.placement->data(), options_);
+    return d;
+  }
+
+ private:
+  TfPlacement placement_;
+  bool fusion_;
+  XlaFusionOptions options_;
+};
+
+std::int32_t non_negative_option(const AgentOptions& o, const std::string& name) {
+  const auto v = o.get_int(name);
+  if (v < 0 || v > std::numeric_limits<std::int32_t>::max()) {
+    throw core::InputError("", "agents.tf_default." + name,
+                           "expected 0 (no limit) or a positive count, found " + std::to_string(v));
+  }
+  return static_cast<std::int32_t>(v);
+}
+
+}  // namespace
+
+bool xla_fusible(core::OpKind kind) {
+  switch (kind) {
+    case core::OpKind::kElementwise:
+    case core::OpKind::kReduction:
+    case core::OpKind::kSoftmax:
+    case core::OpKind::kNormalization:
+    case core::OpKind::kDataMovement:
+    case core::OpKind::kReshape:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::vector<std::int32_t> xla_fusion_priorities(const core::CompiledGraph& graph,
+                                                const core::DeviceId* placement,
+                                                const XlaFusionOptions& options) {
+  const auto n = static_cast<std::size_t>(graph.num_nodes());
+  std::vector<std::int32_t> fusion(n, 0);
+  const auto& rank = graph.topological_rank();
+  for (std::size_t v = 0; v < n; ++v) {
+    if (xla_fusible(graph.kind()[v])) fusion[v] = 1 + rank[v];
+  }
+  if (options.max_operands_and_outputs <= 0 && options.max_ops <= 0) return fusion;
+  std::vector<std::int32_t> stamp(n, -1);
+  if (options.max_operands_and_outputs > 0) {
+    // An op that alone reads more distinct tensors than the limit allows (an AddN of 100
+    // gradients) stays unfused: as in XLA, nothing may join it. Done up front so that the
+    // splitting below does not peel its producers off one round at a time.
+    for (std::size_t v = 0; v < n; ++v) {
+      if (fusion[v] == 0) continue;
+      std::int32_t operands = 0;
+      const auto id = static_cast<NodeId>(v);
+      for (auto s = graph.in_begin(id); s < graph.in_end(id); ++s) {
+        const auto src = static_cast<std::size_t>(graph.in_source(s));
+        if (graph.edge_bytes(graph.in_edge(s)) == 0 || stamp[src] == id) continue;
+        stamp[src] = id;
+        ++operands;
+      }
+      if (operands + 1 > options.max_operands_and_outputs) fusion[v] = 0;
+    }
+  }
+  simulator::FusionWorkspace workspace;
+  simulator::FusionGroups groups;
+  for (;;) {
+    workspace.form_groups(graph, placement, fusion.data(), groups);
+    std::fill(stamp.begin(), stamp.end(), -1);
+    bool split = false;
+    for (std::int32_t g = 0; g < groups.num_groups(); ++g) {
+      const std::int32_t size = groups.group_size(g);
+      if (size < 2) continue;
+      const bool too_many_ops = options.max_ops > 0 && size > options.max_ops;
+      const std::int32_t io =
+          options.max_operands_and_outputs > 0 ? operands_and_outputs(graph, groups, g, stamp) : 0;
+      const std::int32_t excess = io - options.max_operands_and_outputs;
+      if (!too_many_ops && excess <= 0) continue;
+      // Take members out of fusion from the middle of the group onwards, never its last
+      // (usually the consumer the others fuse into): one to split an oversized group, as
+      // many as the excess of operands and outputs otherwise. A removed member lowers the
+      // count by at most one and on the suite's graphs by about a third on average (it
+      // becomes an operand itself), so this rarely overshoots and wide groups need a few
+      // rounds, not one per member.
+      const std::int32_t middle = (size - 1) / 2;
+      const std::int32_t remove = std::clamp(excess, 1, size - 1 - middle);
+      const auto first = groups.member_offset[static_cast<std::size_t>(g)] + middle;
+      for (std::int32_t i = 0; i < remove; ++i) {
+        fusion[static_cast<std::size_t>(groups.members[static_cast<std::size_t>(first + i)])] = 0;
+      }
+      split = true;
+    }
+    if (!split) return fusion;
+  }
+}
+
+void register_tf_default(AgentRegistry& registry) {
+  registry.add(
+      {"tf_default",
+       "TensorFlow's default pipeline (GO paper Table 3): expert (or single-device) placement, "
+       "FIFO scheduling, XLA-style rule-based fusion of elementwise, reduction and "
+       "data-movement ops",
+       false,
+       {{"placement", OptionType::kString, "human_expert",
+         "human_expert (the human_expert agent's placement: the device scopes a user writes by "
+         "hand) or single_device (every op on device 0)"},
+        {"fusion", OptionType::kBool, "true",
+         "XLA-style rule-based fusion; false = TensorFlow without XLA (no fusion)"},
+        {"max_fusion_operands", OptionType::kInt, "64",
+         "most operands + outputs of one fused kernel, 0 = no limit (XLA GPU's "
+         "kMaxOperandsAndOutputsPerFusion)"},
+        {"max_fused_ops", OptionType::kInt, "0", "most ops in one fused kernel, 0 = no limit"}},
+       [](const AgentOptions& o) {
+         const std::string& p = o.get_string("placement");
+         TfPlacement placement = TfPlacement::kHumanExpert;
+         if (p == "single_device") {
+           placement = TfPlacement::kSingleDevice;
+         } else if (p != "human_expert") {
+           throw core::InputError("", "agents.tf_default.placement",
+                                  "expected human_expert or single_device, found '" + p + "'");
+         }
+         auto options =
+             XlaFusionOptions()
+                 .with_max_operands_and_outputs(non_negative_option(o, "max_fusion_operands"))
+                 .with_max_ops(non_negative_option(o, "max_fused_ops"));
+         return std::make_unique<TfDefaultAgent>(placement, o.get_bool("fusion"), options);
+       }});
+}
+
+}  // namespace gopt::agents

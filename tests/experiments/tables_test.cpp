@@ -1,0 +1,122 @@
+// `gopt table`'s Table 3 (multitask) on a small in-memory results fixture: references found
+// by agent type, every variant against both, multi-task GO against the best single task,
+// OOM and missing cells, and the average row.
+#include "experiments/tables.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace gopt::experiments {
+namespace {
+
+struct Row {
+  std::string workload;
+  std::string agent;
+  std::string type;
+  double step_ms;  // < 0: OOM
+};
+
+ResultsFile fixture(const std::vector<Row>& rows) {
+  ResultsFile file;
+  file.metadata.table = "multitask";
+  std::int64_t order = 0;
+  for (const auto& r : rows) {
+    RunResult result;
+    result.key = {r.workload, r.agent, 1};
+    result.order = order++;
+    result.agent_type = r.type;
+    result.learner = r.type.rfind("go_", 0) == 0;
+    result.oom = r.step_ms < 0;
+    result.best_step_time_s = r.step_ms < 0 ? 0 : r.step_ms * 1e-3;
+    file.results.push_back(result);
+  }
+  return file;
+}
+
+const Table& multitask(const std::vector<Table>& tables) {
+  for (const auto& t : tables) {
+    if (t.id == "multitask") return t;
+  }
+  ADD_FAILURE() << "no multitask table";
+  static const Table kNone;
+  return kNone;
+}
+
+TEST(MultitaskTableTest, EveryVariantAgainstTfDefaultSingleGpuAndTheBestSingleTask) {
+  auto tables = build_tables(fixture({
+      {"w1", "single_device", "single_device", 100},
+      {"w1", "tf_default", "tf_default", 80},
+      {"w1", "go_placement", "go_placement", 60},
+      {"w1", "go_fusion", "go_fusion", 68},
+      {"w1", "go_multitask", "go_multitask", 48},
+      {"w2", "single_device", "single_device", 200},
+      {"w2", "tf_default", "tf_default", 100},
+      {"w2", "go_placement", "go_placement", -1},  // OOM: not a candidate for best single task
+      {"w2", "go_fusion", "go_fusion", 80},
+      {"w2", "go_multitask", "go_multitask", 60},
+  }));
+  const Table& t = multitask(tables);
+  const std::vector<std::string> header{"workload",
+                                        "TF default (ms)",
+                                        "single GPU (ms)",
+                                        "go_placement vs TF default",
+                                        "go_placement vs single GPU",
+                                        "go_fusion vs TF default",
+                                        "go_fusion vs single GPU",
+                                        "go_multitask vs TF default",
+                                        "go_multitask vs single GPU",
+                                        "go_multitask vs best single task"};
+  EXPECT_EQ(t.header, header);
+  ASSERT_EQ(t.rows.size(), 3U);
+  EXPECT_EQ(t.rows[0],
+            (std::vector<std::string>{"w1", "80.000", "100.000", "+25.0%", "+40.0%", "+15.0%",
+                                      "+32.0%", "+40.0%", "+52.0%", "+20.0%"}));
+  EXPECT_EQ(t.rows[1], (std::vector<std::string>{"w2", "100.000", "200.000", "OOM", "OOM", "+20.0%",
+                                                 "+60.0%", "+40.0%", "+70.0%", "+25.0%"}));
+  // Averages over the workloads where both have a time (go_placement: w1 only).
+  EXPECT_EQ(t.rows[2], (std::vector<std::string>{"average", "", "", "+25.0%", "+40.0%", "+17.5%",
+                                                 "+46.0%", "+40.0%", "+61.0%", "+22.5%"}));
+  const std::string md = render_tables(tables, TableFormat::kMarkdown);
+  EXPECT_NE(md.find("| go_multitask vs best single task |"), std::string::npos) << md;
+}
+
+TEST(MultitaskTableTest, BaselinesOnlyAndAnOlderFileWithALabelledTfDefault) {
+  // tf_default as a label on another agent (older configs), a missing result, one workload.
+  auto tables = build_tables(fixture({
+      {"w1", "tf_default", "human_expert", 50},
+      {"w1", "gpu", "single_device", 40},
+      {"w1", "heft", "heft", 45},
+      {"w1", "m_etf", "m_etf", 55},
+  }));
+  const Table& t = multitask(tables);
+  EXPECT_EQ(t.header, (std::vector<std::string>{"workload", "TF default (ms)", "single GPU (ms)",
+                                                "heft vs TF default", "heft vs single GPU",
+                                                "m_etf vs TF default", "m_etf vs single GPU"}));
+  ASSERT_EQ(t.rows.size(), 1U);  // no average row for one workload
+  EXPECT_EQ(t.rows[0], (std::vector<std::string>{"w1", "50.000", "40.000", "+10.0%", "-12.5%",
+                                                 "-10.0%", "-37.5%"}));
+}
+
+TEST(MultitaskTableTest, MissingReferencesAreNamedInANote) {
+  auto tables = build_tables(fixture({{"w1", "heft", "heft", 45}, {"w2", "heft", "heft", 40}}));
+  const Table& t = multitask(tables);
+  EXPECT_EQ(t.header, (std::vector<std::string>{"workload"}));
+  ASSERT_FALSE(t.notes.empty());
+  EXPECT_NE(t.notes[0].find("add a tf_default agent"), std::string::npos) << t.notes[0];
+  // A missing cell is "-", not a number.
+  auto partial = build_tables(fixture({
+      {"w1", "single_device", "single_device", 100},
+      {"w1", "tf_default", "tf_default", 80},
+      {"w2", "single_device", "single_device", 100},
+      {"w2", "tf_default", "tf_default", 80},
+      {"w2", "go_multitask", "go_multitask", 40},
+  }));
+  const Table& p = multitask(partial);
+  EXPECT_EQ(p.rows[0], (std::vector<std::string>{"w1", "80.000", "100.000", "-", "-"}));
+  EXPECT_EQ(p.rows[2], (std::vector<std::string>{"average", "", "", "+50.0%", "+60.0%"}));
+}
+
+}  // namespace
+}  // namespace gopt::experiments
