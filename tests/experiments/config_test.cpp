@@ -58,7 +58,7 @@ agents:
   - name: hdp
     options: {learning_rate: 0.05}
     budget: {steps: 7, samples: 100}
-  - go_one
+  - go_multitask
 )";
 
 TEST_F(ConfigTest, LoadsAValidConfig) {
@@ -77,7 +77,7 @@ TEST_F(ConfigTest, LoadsAValidConfig) {
   EXPECT_EQ(c.agents[1].budget.max_steps, 7);
   EXPECT_EQ(c.agents[1].budget.max_samples, 100);
   EXPECT_FALSE(c.agents[1].planned);
-  EXPECT_TRUE(c.agents[2].planned);  // go_one: planned, skipped by the runner
+  EXPECT_TRUE(c.agents[2].planned);  // go_multitask: planned, skipped by the runner
   EXPECT_EQ(c.output, "results/demo.h5");
   EXPECT_NE(c.resolved_yaml.find("learning_rate"), std::string::npos);
 }
@@ -145,7 +145,7 @@ agents:
       << all;
   EXPECT_TRUE(has("exp.yaml:12:5: agents[1].name: unknown agent 'metiss' (did you mean 'metis'?)"))
       << all;
-  EXPECT_TRUE(has("planned: go_one")) << all;
+  EXPECT_TRUE(has("planned: go_placement")) << all;
   EXPECT_TRUE(has("agents[2].budget: agent 'metis' does not learn")) << all;
   EXPECT_EQ(p.size(), 11u) << all;
 }
@@ -253,14 +253,14 @@ TEST(OverrideTest, RejectsMalformedArguments) {
 }
 
 TEST_F(ConfigTest, OverridesApplyByPathIndexAndName) {
-  auto c = parse(kGood,
-                 {"seeds=[7]", "agents.hdp.budget.steps=3", "agents.0.name=round_robin",
-                  "workloads.tiny.name=mlp", "output=out/x.h5", "agents.go_one.budget={steps: 2}"});
+  auto c = parse(kGood, {"seeds=[7]", "agents.hdp.budget.steps=3", "agents.0.name=round_robin",
+                         "workloads.tiny.name=mlp", "output=out/x.h5",
+                         "agents.go_multitask.budget={steps: 2}"});
   EXPECT_EQ(c.seeds, (std::vector<std::uint64_t>{7}));
   EXPECT_EQ(c.agents[0].type, "round_robin");
   EXPECT_EQ(c.agents[1].budget.max_steps, 3);
   EXPECT_EQ(c.agents[1].budget.max_samples, 100);  // untouched
-  EXPECT_EQ(c.agents[2].budget.max_steps, 2);      // `- go_one` expanded to a mapping
+  EXPECT_EQ(c.agents[2].budget.max_steps, 2);      // `- go_multitask` expanded to a mapping
   EXPECT_EQ(c.workloads[1].name, "mlp");
   EXPECT_EQ(c.output, "out/x.h5");
   EXPECT_NE(c.resolved_yaml.find("out/x.h5"), std::string::npos);
@@ -285,7 +285,7 @@ TEST_F(ConfigTest, BadOverridePathsAreErrors) {
   ASSERT_EQ(p.size(), 3u);
   EXPECT_EQ(p[0].text(),
             "--set agents.hpd.budget.steps=3: 'agents' has no entry named 'hpd' (did you mean "
-            "'hdp'?); entries: single_device, hdp, go_one");
+            "'hdp'?); entries: single_device, hdp, go_multitask");
   EXPECT_EQ(p[1].text(), "--set agents.9.name=x: 'agents' has 3 entries, found index 9");
   EXPECT_EQ(p[2].text(), "--set name.x=1: 'name' is a single value, cannot set 'x' below it");
 }

@@ -69,7 +69,7 @@ fs::path write_config(const fs::path& dir, int hdp_steps, const std::string& see
                          "agents:\n"
                          "  - single_device\n"
                          "  - random\n"
-                         "  - go_one\n"
+                         "  - go_multitask\n"
                          "  - name: hdp\n"
                          "    options: {samples_per_step: 2, groups: 8}\n"
                          "    budget: {steps: "
@@ -138,7 +138,8 @@ TEST(RunCommandTest, RunsSkipsPlannedAgentsAndJobsDoNotChangeResults) {
   auto config = write_config(dir, 3, "[1, 2]");
   auto one = run_command(kGopt + " run " + config.string() + " --out " + (dir / "one.h5").string());
   ASSERT_EQ(one.exit_code, 0) << one.err;
-  EXPECT_TRUE(contains(one.err, "skipping agent 'go_one' (go_one: GO-one")) << one.err;
+  EXPECT_TRUE(contains(one.err, "skipping agent 'go_multitask' (go_multitask: multi-task GO"))
+      << one.err;
   EXPECT_TRUE(contains(one.err, "planned, not implemented in this build yet")) << one.err;
   EXPECT_TRUE(contains(one.err, "[12/12]")) << one.err;  // plain progress lines
   EXPECT_TRUE(contains(one.out, "small: 12 new results written to")) << one.out;
@@ -278,26 +279,36 @@ TEST(ShippedConfigsTest, SmallVariantsRunAndPrintTheirTables) {
   auto dir = temp_dir();
   struct Case {
     std::string config;
-    std::string skipped;  // a planned agent or backend the run must skip with a message
-    std::string table;    // a table heading `gopt table` must print
+    std::string said;   // what the run must say (a skipped planned agent, a phase)
+    std::string table;  // what `gopt table` must print
   };
-  for (const Case& c : {Case{"table1_placement_small", "skipping agent 'go_one'", "## Placement"},
-                        Case{"table2_generalization_small", "skipping agent 'go_finetune'",
-                             "## Generalization: step time on held-out graphs"},
-                        Case{"table3_multitask_small", "skipping agent 'go_multitask'",
-                             "| workload         | TF default (ms) | single GPU (ms) | heft vs TF "
-                             "default | heft vs single GPU |"},
-                        Case{"validation_small", "skipping simulator validation on backend 'cpu'",
-                             "## Simulator validation"}}) {
+  for (const Case& c :
+       {Case{"table1_placement_small", "transformer_xl_2 / go_one / seed 1", "go_one (ms)"},
+        Case{"table2_generalization_small", "pretraining go_pretrain (seed 1)",
+             "## Generalization: step time on held-out graphs"},
+        Case{"table3_multitask_small", "skipping agent 'go_multitask'",
+             "| workload         | TF default (ms) | single GPU (ms) | heft vs TF "
+             "default | heft vs single GPU |"},
+        Case{"validation_small", "skipping simulator validation on backend 'cpu'",
+             "## Simulator validation"}}) {
     SCOPED_TRACE(c.config);
     auto out = (dir / (c.config + ".h5")).string();
     auto run = run_command(kGopt + " run " + kSource + "/experiments/configs/" + c.config +
                            ".yaml --out " + out);
     ASSERT_EQ(run.exit_code, 0) << run.err;
-    EXPECT_TRUE(contains(run.err, c.skipped)) << run.err;
+    EXPECT_TRUE(contains(run.err, c.said)) << run.err;
     auto table = run_command(kGopt + " table " + out);
     ASSERT_EQ(table.exit_code, 0) << table.err;
     EXPECT_TRUE(contains(table.out, c.table)) << table.out;
+    if (c.config == "table2_generalization_small") {
+      // The checkpoint lands beside the results file; fine-tuning and zero-shot rows exist
+      // for the held-out graph only, pretraining rows for the training graph only.
+      EXPECT_TRUE(std::filesystem::exists(dir / (c.config + ".go_pretrain.seed1.ckpt")));
+      EXPECT_TRUE(contains(run.err, "wavenet_2 / go_finetune / seed 1")) << run.err;
+      EXPECT_TRUE(contains(run.err, "wavenet_2 / go_zero_shot / seed 1")) << run.err;
+      EXPECT_FALSE(contains(run.err, "transformer_xl_2 / go_finetune")) << run.err;
+      EXPECT_FALSE(contains(run.err, "wavenet_2 / go_pretrain")) << run.err;
+    }
   }
 }
 
