@@ -351,6 +351,17 @@ struct RemoteEdge {
   std::int32_t has_bytes;
 };
 
+// Per (src, dst) route: its fixed costs and its statistics and FIFO tail during a run,
+// together because a transfer touches them together.
+struct Route {
+  Seconds latency_s;        // summed over the hops
+  double seconds_per_byte;  // of the slowest hop
+  Bytes bytes;              // moved in this run
+  Seconds busy_s;           // summed transfer durations in this run
+  std::int32_t count;       // transfers in this run
+  std::int32_t tail;        // the last transfer issued on it, -1 when none is in flight
+};
+
 struct TransferTimes {
   Seconds request_s;
   Seconds start_s;
@@ -381,8 +392,12 @@ class Simulator::Impl {
   Seconds lb_work_s_ = 0;
   std::vector<std::int32_t> pair_route_offset_;  // [src * D + dst], D*D + 1
   std::vector<std::int32_t> pair_channels_;
-  std::vector<Seconds> pair_latency_s_;
-  std::vector<double> pair_seconds_per_byte_;
+  // Every route's channels padded to route_length_ (repeating its first channel, which
+  // changes neither the max of free times nor the updates), so the channel scans of a
+  // transfer have the same trip count on every route.
+  std::vector<std::int32_t> route_channels_;  // [pair * route_length_ + hop]
+  std::size_t route_length_ = 1;
+  std::vector<Route> routes_;  // [src * D + dst]
   std::vector<DeviceId> zero_placement_;
   FusionGroups identity_groups_;
   // Cached views of the graph arrays.
@@ -418,18 +433,15 @@ class Simulator::Impl {
   std::vector<RemoteEdge> remote_edges_;       // scratch of produce(), max out-degree
   std::vector<DeviceId> remote_devices_;       // scratch: in order of first out-edge
   std::vector<TransferTimes> transfer_times_;  // only with an observer
-  // Link statistics are accumulated per route and spread over its links at the end.
-  std::vector<Bytes> pair_bytes_;
-  std::vector<Seconds> pair_busy_s_;
-  std::vector<std::int32_t> pair_count_;
-  std::vector<core::EdgeIndex> out_offset_;  // fixed: CSR of out_edges_ by op
+  std::vector<core::EdgeIndex> out_offset_;    // fixed: CSR of out_edges_ by op
   std::vector<OutEdge> out_edges_;
   std::vector<core::EdgeIndex> in_offset_;  // fixed: CSR of in_edges_ by op
   std::vector<InEdge> in_edges_;
-  // Arrivals on one (src, dst) route happen in issue order (the route's links are FIFO),
-  // so each route keeps a FIFO of its transfers and only its head sits in the event
-  // queue: the queue holds at most streams + devices^2 events.
-  std::vector<std::int32_t> pair_tail_;
+  // Link statistics are accumulated per route (Route) and spread over its links at the
+  // end. Arrivals on one (src, dst) route happen in issue order (the route's links are
+  // FIFO), so each route keeps a FIFO of its transfers (Route::tail, Transfer::next_in_route)
+  // and only its head sits in the event queue: the queue holds at most streams + devices^2
+  // events.
   std::vector<ReadyHeap> ready_;      // with priorities
   std::vector<RankSet> ready_ranks_;  // without
   bool by_rank_ = true;               // no priorities: ready_ranks_ serve
@@ -562,8 +574,22 @@ Simulator::Impl::Impl(const core::CompiledGraph& graph, const hardware::Cluster&
         per_byte = std::max(per_byte, link_costs[at(hop.link)].seconds_per_byte);
       }
       pair_route_offset_.push_back(static_cast<std::int32_t>(pair_channels_.size()));
-      pair_latency_s_.push_back(latency);
-      pair_seconds_per_byte_.push_back(per_byte);
+      routes_.push_back(Route{latency, per_byte, 0, 0, 0, -1});
+    }
+  }
+  for (std::size_t pair = 0; pair < D * D; ++pair) {
+    route_length_ =
+        std::max(route_length_, at(pair_route_offset_[pair + 1] - pair_route_offset_[pair]));
+  }
+  // An empty route (src == dst, never used) gets a channel of its own past the links'.
+  route_channels_.resize(D * D * route_length_);
+  for (std::size_t pair = 0; pair < D * D; ++pair) {
+    const auto begin = pair_route_offset_[pair];
+    const auto size = at(pair_route_offset_[pair + 1] - begin);
+    for (std::size_t k = 0; k < route_length_; ++k) {
+      route_channels_[pair * route_length_ + k] =
+          size == 0 ? 2 * cluster.num_links() + static_cast<std::int32_t>(pair)
+                    : pair_channels_[at(begin) + (k < size ? k : 0)];
     }
   }
 
@@ -586,9 +612,6 @@ Simulator::Impl::Impl(const core::CompiledGraph& graph, const hardware::Cluster&
   for (NodeId v = 0; v < n_; ++v) max_out_degree = std::max(max_out_degree, graph.out_degree(v));
   remote_edges_.resize(at(max_out_degree));
   remote_devices_.resize(D);
-  pair_bytes_.assign(D * D, 0);
-  pair_busy_s_.assign(D * D, 0);
-  pair_count_.assign(D * D, 0);
   out_offset_.resize(at(n_) + 1);
   in_offset_.resize(at(n_) + 1);
   for (NodeId v = 0; v <= n_; ++v) {
@@ -612,8 +635,7 @@ Simulator::Impl::Impl(const core::CompiledGraph& graph, const hardware::Cluster&
   busy_streams_.resize(D);
   idle_streams_.resize(D);
   memory_.resize(D);
-  channel_free_s_.resize(2 * at(cluster.num_links()));
-  pair_tail_.assign(D * D, -1);
+  channel_free_s_.resize(2 * at(cluster.num_links()) + D * D);
   remote_mark_.assign(D, 0);
   remote_bytes_.resize(D);
   remote_transfer_.resize(D);
@@ -722,30 +744,31 @@ std::int32_t Simulator::Impl::issue_transfer(NodeId producer, DeviceId src, Devi
   const std::int32_t id =
       !kObserved && num_free_slots_ > 0 ? free_slots_[at(--num_free_slots_)] : num_slots_++;
   auto pair = at(src) * at(num_devices_) + at(dst);
+  Route& route = routes_[pair];
   Seconds start_s = now_;
-  const std::int32_t* first = pair_channels_.data() + pair_route_offset_[pair];
-  const std::int32_t* last = pair_channels_.data() + pair_route_offset_[pair + 1];
+  const std::size_t length = route_length_;
+  const std::int32_t* channels = route_channels_.data() + pair * length;
   Seconds* channel_free_s = channel_free_s_.data();
-  for (const std::int32_t* c = first; c < last; ++c)
-    start_s = std::max(start_s, channel_free_s[at(*c)]);
-  Seconds duration =
-      pair_latency_s_[pair] + static_cast<double>(bytes) * pair_seconds_per_byte_[pair];
+  for (std::size_t k = 0; k < length; ++k) {
+    start_s = std::max(start_s, channel_free_s[at(channels[k])]);
+  }
+  Seconds duration = route.latency_s + static_cast<double>(bytes) * route.seconds_per_byte;
   Seconds end_s = start_s + duration;
-  for (const std::int32_t* c = first; c < last; ++c) channel_free_s[at(*c)] = end_s;
-  pair_bytes_[pair] += bytes;
-  pair_busy_s_[pair] += duration;
-  ++pair_count_[pair];
+  for (std::size_t k = 0; k < length; ++k) channel_free_s[at(channels[k])] = end_s;
+  route.bytes += bytes;
+  route.busy_s += duration;
+  ++route.count;
   const auto sequence = static_cast<std::uint32_t>(sequence_++);
   transfers_[at(id)] = Transfer{producer, src, dst, 0, bytes, end_s, sequence, -1, 0, 0};
   if constexpr (kObserved) transfer_times_.push_back(TransferTimes{now_, start_s});
-  const std::int32_t tail = pair_tail_[pair];
+  const std::int32_t tail = route.tail;
   if (tail < 0) {
     events_.push_arrival(Event{end_s, arrival_key(sequence, id)});
   } else {
     assert(end_s >= transfers_[at(tail)].end_s && "route FIFO out of order");
     transfers_[at(tail)].next_in_route = id;
   }
-  pair_tail_[pair] = id;
+  route.tail = id;
   if constexpr (kObserved) observer_->on_transfer_start(transfer_event(id));
   return id;
 }
@@ -833,24 +856,34 @@ void Simulator::Impl::finish(std::int32_t task) {
   const auto end = kFused ? gr.member_offset[at(task) + 1] : 1;
   for (auto i = begin; i < end; ++i) {
     const NodeId m = kFused ? gr.members[at(i)] : task;
-    // Inputs consumed: release local tensors and received copies.
+    // Inputs consumed: release local tensors and received copies. Both live on d, so the
+    // input's counter and size are selected without a branch (local or remote is data
+    // dependent and unpredictable): a local input's slot_transfer_ entry is stale but in
+    // range and is read, never used.
     const InEdge* in_edges = in_edges_.data();
+    Bytes released = 0;
+    std::int32_t num_free = num_free_slots_;
     for (auto s = in_offset_[at(m)], end_slot = in_offset_[at(m) + 1]; s < end_slot; ++s) {
       if (!in_edges[s].has_bytes) continue;
       const NodeId u = in_edges[s].source;
       if constexpr (kFused) {
         if (gr.group_of[at(u)] == task) continue;
       }
-      if (ops_[at(u)].device == d) {
-        if (--ops_[at(u)].refs == 0 && needs_buffer<kFused>(u)) release(d, output_bytes_[u]);
-      } else {
-        Transfer& t = transfers_[at(slot_transfer_[at(s)])];
-        if (--t.recv_refs == 0) {
-          release(d, t.bytes);
-          if constexpr (!kObserved) free_slots_[at(num_free_slots_++)] = slot_transfer_[at(s)];
-        }
+      OpState& producer = ops_[at(u)];
+      const std::int32_t slot = slot_transfer_[at(s)];
+      Transfer& t = transfers_[at(slot)];
+      const bool local = producer.device == d;
+      std::int32_t* refs = local ? &producer.refs : &t.recv_refs;
+      const bool last = --*refs == 0;
+      const Bytes local_bytes = needs_buffer<kFused>(u) ? output_bytes_[u] : 0;
+      released += last ? (local ? local_bytes : t.bytes) : 0;
+      if constexpr (!kObserved) {
+        free_slots_[at(num_free)] = slot;
+        num_free += static_cast<std::int32_t>(last & !local);
       }
     }
+    num_free_slots_ = num_free;
+    release(d, released);
     produce<kFused, kObserved>(m, d, task);
   }
 }
@@ -860,15 +893,18 @@ void Simulator::Impl::arrive(std::int32_t id) {
   Transfer& t = transfers_[at(id)];
   const std::int32_t next_id = t.next_in_route;
   if (next_id < 0) {
-    pair_tail_[at(t.src) * at(num_devices_) + at(t.dst)] = -1;
+    routes_[at(t.src) * at(num_devices_) + at(t.dst)].tail = -1;
   } else {
     const Transfer& next = transfers_[at(next_id)];
     events_.push_arrival(Event{next.end_s, arrival_key(next.sequence, next_id)});
   }
   if constexpr (kObserved) observer_->on_transfer_end(transfer_event(id));
   if (t.recv_refs > 0) allocate(t.dst, t.bytes);
-  if (--ops_[at(t.producer)].refs == 0 && needs_buffer<kFused>(t.producer)) {
-    release(t.src, output_bytes_[t.producer]);
+  {
+    // Whether this was the producer's last reference is data dependent: no branch.
+    const bool last = --ops_[at(t.producer)].refs == 0;
+    const bool held = needs_buffer<kFused>(t.producer);
+    release(t.src, last && held ? output_bytes_[t.producer] : 0);
   }
   // Every transfer serves at least one consumer (a data edge).
   const NodeId* consumers = consumers_.data();
@@ -1026,12 +1062,14 @@ const SimulationResult& Simulator::Impl::simulate(const core::Decision& decision
   num_free_slots_ = 0;
   num_consumers_ = 0;
   transfer_times_.clear();
-  std::fill(pair_bytes_.begin(), pair_bytes_.end(), 0);
-  std::fill(pair_busy_s_.begin(), pair_busy_s_.end(), 0.0);
-  std::fill(pair_count_.begin(), pair_count_.end(), 0);
+  for (Route& route : routes_) {
+    route.bytes = 0;
+    route.busy_s = 0;
+    route.count = 0;
+    route.tail = -1;
+  }
   events_.clear();
   std::fill(channel_free_s_.begin(), channel_free_s_.end(), 0.0);
-  std::fill(pair_tail_.begin(), pair_tail_.end(), -1);
   for (DeviceId d = 0; d < num_devices_; ++d) {
     ready_[at(d)].clear();
     ready_ranks_[at(d)].clear();
@@ -1060,14 +1098,15 @@ const SimulationResult& Simulator::Impl::simulate(const core::Decision& decision
   }
   result_.step_time_s = now_;
   result_.num_transfers = num_transfers_;
-  for (std::size_t pair = 0; pair < pair_count_.size(); ++pair) {
-    if (pair_count_[pair] == 0) continue;
-    result_.bytes_moved += pair_bytes_[pair];
+  for (std::size_t pair = 0; pair < routes_.size(); ++pair) {
+    const Route& route = routes_[pair];
+    if (route.count == 0) continue;
+    result_.bytes_moved += route.bytes;
     for (auto i = pair_route_offset_[pair]; i < pair_route_offset_[pair + 1]; ++i) {
       LinkResult& link = result_.links[at(pair_channels_[at(i)] >> 1)];
-      link.bytes_moved += pair_bytes_[pair];
-      link.busy_s += pair_busy_s_[pair];
-      link.num_transfers += pair_count_[pair];
+      link.bytes_moved += route.bytes;
+      link.busy_s += route.busy_s;
+      link.num_transfers += route.count;
     }
   }
   result_.num_kernels = 0;
