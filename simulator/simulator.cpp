@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <numeric>
@@ -300,6 +301,20 @@ class RankSet {
   std::size_t first_ = 0;  // no summary word before it is non-empty
   std::size_t size_ = 0;
 };
+
+// `condition ? a : b` for integers, computed with masks: compilers turn a ?: on an
+// unpredictable condition into a branch, which mispredicts about half the time.
+template <typename T>
+T select(bool condition, T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  const U mask = U{0} - static_cast<U>(condition);
+  return static_cast<T>(static_cast<U>(b) ^ ((static_cast<U>(a) ^ static_cast<U>(b)) & mask));
+}
+template <typename T>
+T* select(bool condition, T* a, T* b) {
+  return reinterpret_cast<T*>(
+      select(condition, reinterpret_cast<std::uintptr_t>(a), reinterpret_cast<std::uintptr_t>(b)));
+}
 
 // Higher priority first: map an int32 priority to a 32-bit value that sorts the other way.
 inline std::uint64_t priority_bits(std::int32_t priority) {
@@ -819,12 +834,24 @@ void Simulator::Impl::produce(NodeId op, DeviceId d, std::int32_t task) {
       Transfer& tr = transfers_[at(t)];
       std::int32_t num_consumers = num_consumers_;
       tr.consumer_begin = num_consumers;
-      const bool one_device = num_devices == 1;  // usual: no test per edge
-      for (std::size_t k = 0; k < num_remote; ++k) {
-        if (!one_device && remote[k].device != dc) continue;
-        slot_transfer_[at(remote[k].slot)] = t;
-        tr.recv_refs += remote[k].has_bytes;
-        consumers_[at(num_consumers++)] = remote[k].consumer;
+      if (num_devices == 1) {  // usual: every remote edge goes to dc
+        for (std::size_t k = 0; k < num_remote; ++k) {
+          slot_transfer_[at(remote[k].slot)] = t;
+          tr.recv_refs += remote[k].has_bytes;
+          consumers_[at(num_consumers++)] = remote[k].consumer;
+        }
+      } else {
+        // The edges to dc, without a branch per edge (as above).
+        std::int32_t* slot_transfer = slot_transfer_.data();
+        NodeId* consumers = consumers_.data();
+        for (std::size_t k = 0; k < num_remote; ++k) {
+          const bool to_dc = remote[k].device == dc;
+          std::int32_t& slot = slot_transfer[at(remote[k].slot)];
+          slot = select(to_dc, t, slot);
+          tr.recv_refs += remote[k].has_bytes & static_cast<std::int32_t>(to_dc);
+          consumers[at(num_consumers)] = remote[k].consumer;
+          num_consumers += static_cast<std::int32_t>(to_dc);
+        }
       }
       tr.consumer_end = num_consumers;
       num_consumers_ = num_consumers;
@@ -873,10 +900,10 @@ void Simulator::Impl::finish(std::int32_t task) {
       const std::int32_t slot = slot_transfer_[at(s)];
       Transfer& t = transfers_[at(slot)];
       const bool local = producer.device == d;
-      std::int32_t* refs = local ? &producer.refs : &t.recv_refs;
+      std::int32_t* refs = select(local, &producer.refs, &t.recv_refs);
       const bool last = --*refs == 0;
-      const Bytes local_bytes = needs_buffer<kFused>(u) ? output_bytes_[u] : 0;
-      released += last ? (local ? local_bytes : t.bytes) : 0;
+      const Bytes local_bytes = select<Bytes>(needs_buffer<kFused>(u), output_bytes_[u], 0);
+      released += select<Bytes>(last, select(local, local_bytes, t.bytes), 0);
       if constexpr (!kObserved) {
         free_slots_[at(num_free)] = slot;
         num_free += static_cast<std::int32_t>(last & !local);
@@ -904,7 +931,7 @@ void Simulator::Impl::arrive(std::int32_t id) {
     // Whether this was the producer's last reference is data dependent: no branch.
     const bool last = --ops_[at(t.producer)].refs == 0;
     const bool held = needs_buffer<kFused>(t.producer);
-    release(t.src, last && held ? output_bytes_[t.producer] : 0);
+    release(t.src, select<Bytes>(last & held, output_bytes_[t.producer], 0));
   }
   // Every transfer serves at least one consumer (a data edge).
   const NodeId* consumers = consumers_.data();
