@@ -685,8 +685,10 @@ bool Simulator::Impl::needs_buffer(NodeId op) const {
   }
 }
 
+// The event handlers and what they call are forced inline into run(): one frame for the
+// whole dispatch loop, the arrays' base pointers kept in registers (3-4% at 80k nodes).
 template <bool kFused, bool kObserved>
-void Simulator::Impl::make_ready(std::int32_t task, DeviceId d) {
+[[gnu::always_inline]] inline void Simulator::Impl::make_ready(std::int32_t task, DeviceId d) {
   std::uint64_t key;
   if constexpr (kFused) {
     key = task_key_[at(task)];
@@ -726,7 +728,7 @@ void Simulator::Impl::dispatch(DeviceId d) {
 }
 
 template <bool kFused, bool kObserved>
-void Simulator::Impl::start(std::int32_t task, DeviceId d) {
+[[gnu::always_inline]] inline void Simulator::Impl::start(std::int32_t task, DeviceId d) {
   const std::uint64_t busy = busy_streams_[at(d)];
   const int stream = __builtin_ctzll(~busy);
   busy_streams_[at(d)] = busy | (std::uint64_t{1} << stream);
@@ -753,8 +755,10 @@ void Simulator::Impl::start(std::int32_t task, DeviceId d) {
 }
 
 template <bool kObserved>
-std::int32_t Simulator::Impl::issue_transfer(NodeId producer, DeviceId src, DeviceId dst,
-                                             Bytes bytes) {
+[[gnu::always_inline]] inline std::int32_t Simulator::Impl::issue_transfer(NodeId producer,
+                                                                           DeviceId src,
+                                                                           DeviceId dst,
+                                                                           Bytes bytes) {
   ++num_transfers_;
   const std::int32_t id =
       !kObserved && num_free_slots_ > 0 ? free_slots_[at(--num_free_slots_)] : num_slots_++;
@@ -789,7 +793,8 @@ std::int32_t Simulator::Impl::issue_transfer(NodeId producer, DeviceId src, Devi
 }
 
 template <bool kFused, bool kObserved>
-void Simulator::Impl::produce(NodeId op, DeviceId d, std::int32_t task) {
+[[gnu::always_inline]] inline void Simulator::Impl::produce(NodeId op, DeviceId d,
+                                                            std::int32_t task) {
   OpState* ops = ops_.data();
   std::int32_t refs = 0;
   const std::uint64_t stamp = ++stamp_;
@@ -870,7 +875,7 @@ void Simulator::Impl::produce(NodeId op, DeviceId d, std::int32_t task) {
 }
 
 template <bool kFused, bool kObserved>
-void Simulator::Impl::finish(std::int32_t task) {
+[[gnu::always_inline]] inline void Simulator::Impl::finish(std::int32_t task) {
   const auto& gr = *groups_;
   const NodeId first = kFused ? gr.members[at(gr.member_offset[at(task)])] : task;
   const DeviceId d = ops_[at(first)].device;
@@ -916,7 +921,7 @@ void Simulator::Impl::finish(std::int32_t task) {
 }
 
 template <bool kFused, bool kObserved>
-void Simulator::Impl::arrive(std::int32_t id) {
+[[gnu::always_inline]] inline void Simulator::Impl::arrive(std::int32_t id) {
   Transfer& t = transfers_[at(id)];
   const std::int32_t next_id = t.next_in_route;
   if (next_id < 0) {
