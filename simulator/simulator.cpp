@@ -744,6 +744,10 @@ template <bool kFused, bool kObserved>
   } else {
     duration = op_time_[at(task) * at(num_types_) + at(device_type_[at(d)])];
     if (output_bytes_[task] > 0) allocate(d, output_bytes_[task]);
+    // finish() will walk the op's edges: start loading them now (a kernel runs while
+    // other events are handled, and these are the loop's first-touch cache misses).
+    __builtin_prefetch(out_edges_.data() + out_offset_[at(task)]);
+    __builtin_prefetch(in_edges_.data() + in_offset_[at(task)]);
   }
   DeviceResult& dev = result_.devices[at(d)];
   dev.busy_s += duration;
