@@ -621,7 +621,9 @@ Simulator::Impl::Impl(const core::CompiledGraph& graph, const hardware::Cluster&
   task_start_.resize(at(n_));
   slot_transfer_.resize(at(graph.num_edges()));
   transfers_.resize(at(graph.num_edges()));
-  free_slots_.resize(at(graph.num_edges()));
+  // One spare entry: finish() writes the entry past the free list before it knows
+  // whether the slot is freed.
+  free_slots_.resize(at(graph.num_edges()) + 1);
   consumers_.resize(at(graph.num_edges()));
   core::EdgeIndex max_out_degree = 0;
   for (NodeId v = 0; v < n_; ++v) max_out_degree = std::max(max_out_degree, graph.out_degree(v));
