@@ -1089,6 +1089,11 @@ void Simulator::Impl::prepare_fusion(const core::Decision& decision) {
     traffic = std::max<Bytes>(traffic, 0);
     task_time_[at(task)] =
         cost_.fused_time(g_, gr.members.data() + begin, at(end - begin), traffic, d);
+    // As for op times: a negative time would schedule an event before the present, which
+    // the event queue cannot hold (the run would end with ops not run).
+    GOPT_ASSERT(task_time_[at(task)] >= 0 &&
+                    task_time_[at(task)] < std::numeric_limits<Seconds>::infinity(),
+                "cost model returned a negative or infinite fused time");
   }
 }
 
