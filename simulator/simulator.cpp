@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <numeric>
@@ -301,6 +302,20 @@ class RankSet {
   std::size_t size_ = 0;
 };
 
+// `condition ? a : b` for integers, computed with masks: compilers turn a ?: on an
+// unpredictable condition into a branch, which mispredicts about half the time.
+template <typename T>
+T select(bool condition, T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  const U mask = U{0} - static_cast<U>(condition);
+  return static_cast<T>(static_cast<U>(b) ^ ((static_cast<U>(a) ^ static_cast<U>(b)) & mask));
+}
+template <typename T>
+T* select(bool condition, T* a, T* b) {
+  return reinterpret_cast<T*>(
+      select(condition, reinterpret_cast<std::uintptr_t>(a), reinterpret_cast<std::uintptr_t>(b)));
+}
+
 // Higher priority first: map an int32 priority to a 32-bit value that sorts the other way.
 inline std::uint64_t priority_bits(std::int32_t priority) {
   auto biased = static_cast<std::uint32_t>(priority) ^ 0x80000000u;
@@ -351,6 +366,17 @@ struct RemoteEdge {
   std::int32_t has_bytes;
 };
 
+// Per (src, dst) route: its fixed costs and its statistics and FIFO tail during a run,
+// together because a transfer touches them together.
+struct Route {
+  Seconds latency_s;        // summed over the hops
+  double seconds_per_byte;  // of the slowest hop
+  Bytes bytes;              // moved in this run
+  Seconds busy_s;           // summed transfer durations in this run
+  std::int32_t count;       // transfers in this run
+  std::int32_t tail;        // the last transfer issued on it, -1 when none is in flight
+};
+
 struct TransferTimes {
   Seconds request_s;
   Seconds start_s;
@@ -381,8 +407,12 @@ class Simulator::Impl {
   Seconds lb_work_s_ = 0;
   std::vector<std::int32_t> pair_route_offset_;  // [src * D + dst], D*D + 1
   std::vector<std::int32_t> pair_channels_;
-  std::vector<Seconds> pair_latency_s_;
-  std::vector<double> pair_seconds_per_byte_;
+  // Every route's channels padded to route_length_ (repeating its first channel, which
+  // changes neither the max of free times nor the updates), so the channel scans of a
+  // transfer have the same trip count on every route.
+  std::vector<std::int32_t> route_channels_;  // [pair * route_length_ + hop]
+  std::size_t route_length_ = 1;
+  std::vector<Route> routes_;  // [src * D + dst]
   std::vector<DeviceId> zero_placement_;
   FusionGroups identity_groups_;
   // Cached views of the graph arrays.
@@ -418,18 +448,15 @@ class Simulator::Impl {
   std::vector<RemoteEdge> remote_edges_;       // scratch of produce(), max out-degree
   std::vector<DeviceId> remote_devices_;       // scratch: in order of first out-edge
   std::vector<TransferTimes> transfer_times_;  // only with an observer
-  // Link statistics are accumulated per route and spread over its links at the end.
-  std::vector<Bytes> pair_bytes_;
-  std::vector<Seconds> pair_busy_s_;
-  std::vector<std::int32_t> pair_count_;
-  std::vector<core::EdgeIndex> out_offset_;  // fixed: CSR of out_edges_ by op
+  std::vector<core::EdgeIndex> out_offset_;    // fixed: CSR of out_edges_ by op
   std::vector<OutEdge> out_edges_;
   std::vector<core::EdgeIndex> in_offset_;  // fixed: CSR of in_edges_ by op
   std::vector<InEdge> in_edges_;
-  // Arrivals on one (src, dst) route happen in issue order (the route's links are FIFO),
-  // so each route keeps a FIFO of its transfers and only its head sits in the event
-  // queue: the queue holds at most streams + devices^2 events.
-  std::vector<std::int32_t> pair_tail_;
+  // Link statistics are accumulated per route (Route) and spread over its links at the
+  // end. Arrivals on one (src, dst) route happen in issue order (the route's links are
+  // FIFO), so each route keeps a FIFO of its transfers (Route::tail, Transfer::next_in_route)
+  // and only its head sits in the event queue: the queue holds at most streams + devices^2
+  // events.
   std::vector<ReadyHeap> ready_;      // with priorities
   std::vector<RankSet> ready_ranks_;  // without
   bool by_rank_ = true;               // no priorities: ready_ranks_ serve
@@ -562,8 +589,22 @@ Simulator::Impl::Impl(const core::CompiledGraph& graph, const hardware::Cluster&
         per_byte = std::max(per_byte, link_costs[at(hop.link)].seconds_per_byte);
       }
       pair_route_offset_.push_back(static_cast<std::int32_t>(pair_channels_.size()));
-      pair_latency_s_.push_back(latency);
-      pair_seconds_per_byte_.push_back(per_byte);
+      routes_.push_back(Route{latency, per_byte, 0, 0, 0, -1});
+    }
+  }
+  for (std::size_t pair = 0; pair < D * D; ++pair) {
+    route_length_ =
+        std::max(route_length_, at(pair_route_offset_[pair + 1] - pair_route_offset_[pair]));
+  }
+  // An empty route (src == dst, never used) gets a channel of its own past the links'.
+  route_channels_.resize(D * D * route_length_);
+  for (std::size_t pair = 0; pair < D * D; ++pair) {
+    const auto begin = pair_route_offset_[pair];
+    const auto size = at(pair_route_offset_[pair + 1] - begin);
+    for (std::size_t k = 0; k < route_length_; ++k) {
+      route_channels_[pair * route_length_ + k] =
+          size == 0 ? 2 * cluster.num_links() + static_cast<std::int32_t>(pair)
+                    : pair_channels_[at(begin) + (k < size ? k : 0)];
     }
   }
 
@@ -580,15 +621,14 @@ Simulator::Impl::Impl(const core::CompiledGraph& graph, const hardware::Cluster&
   task_start_.resize(at(n_));
   slot_transfer_.resize(at(graph.num_edges()));
   transfers_.resize(at(graph.num_edges()));
-  free_slots_.resize(at(graph.num_edges()));
+  // One spare entry: finish() writes the entry past the free list before it knows
+  // whether the slot is freed.
+  free_slots_.resize(at(graph.num_edges()) + 1);
   consumers_.resize(at(graph.num_edges()));
   core::EdgeIndex max_out_degree = 0;
   for (NodeId v = 0; v < n_; ++v) max_out_degree = std::max(max_out_degree, graph.out_degree(v));
   remote_edges_.resize(at(max_out_degree));
   remote_devices_.resize(D);
-  pair_bytes_.assign(D * D, 0);
-  pair_busy_s_.assign(D * D, 0);
-  pair_count_.assign(D * D, 0);
   out_offset_.resize(at(n_) + 1);
   in_offset_.resize(at(n_) + 1);
   for (NodeId v = 0; v <= n_; ++v) {
@@ -612,8 +652,7 @@ Simulator::Impl::Impl(const core::CompiledGraph& graph, const hardware::Cluster&
   busy_streams_.resize(D);
   idle_streams_.resize(D);
   memory_.resize(D);
-  channel_free_s_.resize(2 * at(cluster.num_links()));
-  pair_tail_.assign(D * D, -1);
+  channel_free_s_.resize(2 * at(cluster.num_links()) + D * D);
   remote_mark_.assign(D, 0);
   remote_bytes_.resize(D);
   remote_transfer_.resize(D);
@@ -648,8 +687,10 @@ bool Simulator::Impl::needs_buffer(NodeId op) const {
   }
 }
 
+// The event handlers and what they call are forced inline into run(): one frame for the
+// whole dispatch loop, the arrays' base pointers kept in registers (3-4% at 80k nodes).
 template <bool kFused, bool kObserved>
-void Simulator::Impl::make_ready(std::int32_t task, DeviceId d) {
+[[gnu::always_inline]] inline void Simulator::Impl::make_ready(std::int32_t task, DeviceId d) {
   std::uint64_t key;
   if constexpr (kFused) {
     key = task_key_[at(task)];
@@ -689,7 +730,7 @@ void Simulator::Impl::dispatch(DeviceId d) {
 }
 
 template <bool kFused, bool kObserved>
-void Simulator::Impl::start(std::int32_t task, DeviceId d) {
+[[gnu::always_inline]] inline void Simulator::Impl::start(std::int32_t task, DeviceId d) {
   const std::uint64_t busy = busy_streams_[at(d)];
   const int stream = __builtin_ctzll(~busy);
   busy_streams_[at(d)] = busy | (std::uint64_t{1} << stream);
@@ -705,6 +746,10 @@ void Simulator::Impl::start(std::int32_t task, DeviceId d) {
   } else {
     duration = op_time_[at(task) * at(num_types_) + at(device_type_[at(d)])];
     if (output_bytes_[task] > 0) allocate(d, output_bytes_[task]);
+    // finish() will walk the op's edges: start loading them now (a kernel runs while
+    // other events are handled, and these are the loop's first-touch cache misses).
+    __builtin_prefetch(out_edges_.data() + out_offset_[at(task)]);
+    __builtin_prefetch(in_edges_.data() + in_offset_[at(task)]);
   }
   DeviceResult& dev = result_.devices[at(d)];
   dev.busy_s += duration;
@@ -716,49 +761,81 @@ void Simulator::Impl::start(std::int32_t task, DeviceId d) {
 }
 
 template <bool kObserved>
-std::int32_t Simulator::Impl::issue_transfer(NodeId producer, DeviceId src, DeviceId dst,
-                                             Bytes bytes) {
+[[gnu::always_inline]] inline std::int32_t Simulator::Impl::issue_transfer(NodeId producer,
+                                                                           DeviceId src,
+                                                                           DeviceId dst,
+                                                                           Bytes bytes) {
   ++num_transfers_;
   const std::int32_t id =
       !kObserved && num_free_slots_ > 0 ? free_slots_[at(--num_free_slots_)] : num_slots_++;
   auto pair = at(src) * at(num_devices_) + at(dst);
+  Route& route = routes_[pair];
   Seconds start_s = now_;
-  const std::int32_t* first = pair_channels_.data() + pair_route_offset_[pair];
-  const std::int32_t* last = pair_channels_.data() + pair_route_offset_[pair + 1];
+  const std::size_t length = route_length_;
+  const std::int32_t* channels = route_channels_.data() + pair * length;
   Seconds* channel_free_s = channel_free_s_.data();
-  for (const std::int32_t* c = first; c < last; ++c)
-    start_s = std::max(start_s, channel_free_s[at(*c)]);
-  Seconds duration =
-      pair_latency_s_[pair] + static_cast<double>(bytes) * pair_seconds_per_byte_[pair];
+  for (std::size_t k = 0; k < length; ++k) {
+    start_s = std::max(start_s, channel_free_s[at(channels[k])]);
+  }
+  Seconds duration = route.latency_s + static_cast<double>(bytes) * route.seconds_per_byte;
   Seconds end_s = start_s + duration;
-  for (const std::int32_t* c = first; c < last; ++c) channel_free_s[at(*c)] = end_s;
-  pair_bytes_[pair] += bytes;
-  pair_busy_s_[pair] += duration;
-  ++pair_count_[pair];
+  for (std::size_t k = 0; k < length; ++k) channel_free_s[at(channels[k])] = end_s;
+  route.bytes += bytes;
+  route.busy_s += duration;
+  ++route.count;
   const auto sequence = static_cast<std::uint32_t>(sequence_++);
   transfers_[at(id)] = Transfer{producer, src, dst, 0, bytes, end_s, sequence, -1, 0, 0};
   if constexpr (kObserved) transfer_times_.push_back(TransferTimes{now_, start_s});
-  const std::int32_t tail = pair_tail_[pair];
+  const std::int32_t tail = route.tail;
   if (tail < 0) {
     events_.push_arrival(Event{end_s, arrival_key(sequence, id)});
   } else {
     assert(end_s >= transfers_[at(tail)].end_s && "route FIFO out of order");
     transfers_[at(tail)].next_in_route = id;
   }
-  pair_tail_[pair] = id;
+  route.tail = id;
   if constexpr (kObserved) observer_->on_transfer_start(transfer_event(id));
   return id;
 }
 
 template <bool kFused, bool kObserved>
-void Simulator::Impl::produce(NodeId op, DeviceId d, std::int32_t task) {
+[[gnu::always_inline]] inline void Simulator::Impl::produce(NodeId op, DeviceId d,
+                                                            std::int32_t task) {
   OpState* ops = ops_.data();
   std::int32_t refs = 0;
+  const OutEdge* out_end = out_edges_.data() + out_offset_[at(op) + 1];
+  if constexpr (!kFused) {
+    // One consumer (a third of the ops in large graphs): what the general pass below does
+    // for it, without its bookkeeping of remote devices.
+    const OutEdge* e = out_edges_.data() + out_offset_[at(op)];
+    if (out_end - e == 1) {
+      const NodeId c = e->target;
+      const DeviceId dc = ops[c].device;
+      const Bytes bytes = e->bytes;
+      if (dc == d) {
+        refs = bytes > 0;
+        satisfy<kFused, kObserved>(c, d);
+      } else if (bytes > 0) {
+        const std::int32_t t = issue_transfer<kObserved>(op, d, dc, bytes);
+        refs = 1;
+        Transfer& tr = transfers_[at(t)];
+        slot_transfer_[at(e->slot)] = t;
+        tr.recv_refs = 1;
+        tr.consumer_begin = num_consumers_;
+        consumers_[at(num_consumers_++)] = c;
+        tr.consumer_end = num_consumers_;
+      } else {
+        satisfy<kFused, kObserved>(c, dc);  // a control edge: nothing to send
+      }
+      ops_[at(op)].refs = refs;
+      if (refs == 0 && output_bytes_[op] > 0) release(d, output_bytes_[op]);
+      return;
+    }
+  }
   const std::uint64_t stamp = ++stamp_;
   RemoteEdge* remote = remote_edges_.data();
   std::size_t num_remote = 0;
   std::size_t num_devices = 0;
-  const OutEdge* out_end = out_edges_.data() + out_offset_[at(op) + 1];
   for (const OutEdge* e = out_edges_.data() + out_offset_[at(op)]; e < out_end; ++e) {
     const NodeId c = e->target;
     if constexpr (kFused) {
@@ -796,12 +873,24 @@ void Simulator::Impl::produce(NodeId op, DeviceId d, std::int32_t task) {
       Transfer& tr = transfers_[at(t)];
       std::int32_t num_consumers = num_consumers_;
       tr.consumer_begin = num_consumers;
-      const bool one_device = num_devices == 1;  // usual: no test per edge
-      for (std::size_t k = 0; k < num_remote; ++k) {
-        if (!one_device && remote[k].device != dc) continue;
-        slot_transfer_[at(remote[k].slot)] = t;
-        tr.recv_refs += remote[k].has_bytes;
-        consumers_[at(num_consumers++)] = remote[k].consumer;
+      if (num_devices == 1) {  // usual: every remote edge goes to dc
+        for (std::size_t k = 0; k < num_remote; ++k) {
+          slot_transfer_[at(remote[k].slot)] = t;
+          tr.recv_refs += remote[k].has_bytes;
+          consumers_[at(num_consumers++)] = remote[k].consumer;
+        }
+      } else {
+        // The edges to dc, without a branch per edge (as above).
+        std::int32_t* slot_transfer = slot_transfer_.data();
+        NodeId* consumers = consumers_.data();
+        for (std::size_t k = 0; k < num_remote; ++k) {
+          const bool to_dc = remote[k].device == dc;
+          std::int32_t& slot = slot_transfer[at(remote[k].slot)];
+          slot = select(to_dc, t, slot);
+          tr.recv_refs += remote[k].has_bytes & static_cast<std::int32_t>(to_dc);
+          consumers[at(num_consumers)] = remote[k].consumer;
+          num_consumers += static_cast<std::int32_t>(to_dc);
+        }
       }
       tr.consumer_end = num_consumers;
       num_consumers_ = num_consumers;
@@ -820,7 +909,7 @@ void Simulator::Impl::produce(NodeId op, DeviceId d, std::int32_t task) {
 }
 
 template <bool kFused, bool kObserved>
-void Simulator::Impl::finish(std::int32_t task) {
+[[gnu::always_inline]] inline void Simulator::Impl::finish(std::int32_t task) {
   const auto& gr = *groups_;
   const NodeId first = kFused ? gr.members[at(gr.member_offset[at(task)])] : task;
   const DeviceId d = ops_[at(first)].device;
@@ -833,42 +922,55 @@ void Simulator::Impl::finish(std::int32_t task) {
   const auto end = kFused ? gr.member_offset[at(task) + 1] : 1;
   for (auto i = begin; i < end; ++i) {
     const NodeId m = kFused ? gr.members[at(i)] : task;
-    // Inputs consumed: release local tensors and received copies.
+    // Inputs consumed: release local tensors and received copies. Both live on d, so the
+    // input's counter and size are selected without a branch (local or remote is data
+    // dependent and unpredictable): a local input's slot_transfer_ entry is stale but in
+    // range and is read, never used.
     const InEdge* in_edges = in_edges_.data();
+    Bytes released = 0;
+    std::int32_t num_free = num_free_slots_;
     for (auto s = in_offset_[at(m)], end_slot = in_offset_[at(m) + 1]; s < end_slot; ++s) {
       if (!in_edges[s].has_bytes) continue;
       const NodeId u = in_edges[s].source;
       if constexpr (kFused) {
         if (gr.group_of[at(u)] == task) continue;
       }
-      if (ops_[at(u)].device == d) {
-        if (--ops_[at(u)].refs == 0 && needs_buffer<kFused>(u)) release(d, output_bytes_[u]);
-      } else {
-        Transfer& t = transfers_[at(slot_transfer_[at(s)])];
-        if (--t.recv_refs == 0) {
-          release(d, t.bytes);
-          if constexpr (!kObserved) free_slots_[at(num_free_slots_++)] = slot_transfer_[at(s)];
-        }
+      OpState& producer = ops_[at(u)];
+      const std::int32_t slot = slot_transfer_[at(s)];
+      Transfer& t = transfers_[at(slot)];
+      const bool local = producer.device == d;
+      std::int32_t* refs = select(local, &producer.refs, &t.recv_refs);
+      const bool last = --*refs == 0;
+      const Bytes local_bytes = select<Bytes>(needs_buffer<kFused>(u), output_bytes_[u], 0);
+      released += select<Bytes>(last, select(local, local_bytes, t.bytes), 0);
+      if constexpr (!kObserved) {
+        free_slots_[at(num_free)] = slot;
+        num_free += static_cast<std::int32_t>(last & !local);
       }
     }
+    num_free_slots_ = num_free;
+    release(d, released);
     produce<kFused, kObserved>(m, d, task);
   }
 }
 
 template <bool kFused, bool kObserved>
-void Simulator::Impl::arrive(std::int32_t id) {
+[[gnu::always_inline]] inline void Simulator::Impl::arrive(std::int32_t id) {
   Transfer& t = transfers_[at(id)];
   const std::int32_t next_id = t.next_in_route;
   if (next_id < 0) {
-    pair_tail_[at(t.src) * at(num_devices_) + at(t.dst)] = -1;
+    routes_[at(t.src) * at(num_devices_) + at(t.dst)].tail = -1;
   } else {
     const Transfer& next = transfers_[at(next_id)];
     events_.push_arrival(Event{next.end_s, arrival_key(next.sequence, next_id)});
   }
   if constexpr (kObserved) observer_->on_transfer_end(transfer_event(id));
   if (t.recv_refs > 0) allocate(t.dst, t.bytes);
-  if (--ops_[at(t.producer)].refs == 0 && needs_buffer<kFused>(t.producer)) {
-    release(t.src, output_bytes_[t.producer]);
+  {
+    // Whether this was the producer's last reference is data dependent: no branch.
+    const bool last = --ops_[at(t.producer)].refs == 0;
+    const bool held = needs_buffer<kFused>(t.producer);
+    release(t.src, select<Bytes>(last & held, output_bytes_[t.producer], 0));
   }
   // Every transfer serves at least one consumer (a data edge).
   const NodeId* consumers = consumers_.data();
@@ -987,6 +1089,11 @@ void Simulator::Impl::prepare_fusion(const core::Decision& decision) {
     traffic = std::max<Bytes>(traffic, 0);
     task_time_[at(task)] =
         cost_.fused_time(g_, gr.members.data() + begin, at(end - begin), traffic, d);
+    // As for op times: a negative time would schedule an event before the present, which
+    // the event queue cannot hold (the run would end with ops not run).
+    GOPT_ASSERT(task_time_[at(task)] >= 0 &&
+                    task_time_[at(task)] < std::numeric_limits<Seconds>::infinity(),
+                "cost model returned a negative or infinite fused time");
   }
 }
 
@@ -1026,12 +1133,14 @@ const SimulationResult& Simulator::Impl::simulate(const core::Decision& decision
   num_free_slots_ = 0;
   num_consumers_ = 0;
   transfer_times_.clear();
-  std::fill(pair_bytes_.begin(), pair_bytes_.end(), 0);
-  std::fill(pair_busy_s_.begin(), pair_busy_s_.end(), 0.0);
-  std::fill(pair_count_.begin(), pair_count_.end(), 0);
+  for (Route& route : routes_) {
+    route.bytes = 0;
+    route.busy_s = 0;
+    route.count = 0;
+    route.tail = -1;
+  }
   events_.clear();
   std::fill(channel_free_s_.begin(), channel_free_s_.end(), 0.0);
-  std::fill(pair_tail_.begin(), pair_tail_.end(), -1);
   for (DeviceId d = 0; d < num_devices_; ++d) {
     ready_[at(d)].clear();
     ready_ranks_[at(d)].clear();
@@ -1060,14 +1169,15 @@ const SimulationResult& Simulator::Impl::simulate(const core::Decision& decision
   }
   result_.step_time_s = now_;
   result_.num_transfers = num_transfers_;
-  for (std::size_t pair = 0; pair < pair_count_.size(); ++pair) {
-    if (pair_count_[pair] == 0) continue;
-    result_.bytes_moved += pair_bytes_[pair];
+  for (std::size_t pair = 0; pair < routes_.size(); ++pair) {
+    const Route& route = routes_[pair];
+    if (route.count == 0) continue;
+    result_.bytes_moved += route.bytes;
     for (auto i = pair_route_offset_[pair]; i < pair_route_offset_[pair + 1]; ++i) {
       LinkResult& link = result_.links[at(pair_channels_[at(i)] >> 1)];
-      link.bytes_moved += pair_bytes_[pair];
-      link.busy_s += pair_busy_s_[pair];
-      link.num_transfers += pair_count_[pair];
+      link.bytes_moved += route.bytes;
+      link.busy_s += route.busy_s;
+      link.num_transfers += route.count;
     }
   }
   result_.num_kernels = 0;

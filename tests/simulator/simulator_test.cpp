@@ -355,5 +355,21 @@ TEST(SimulatorTest, InvalidDecisionsAreClearErrors) {
   }
 }
 
+// A cost model whose fused time goes negative (here: launch cost above the members' own
+// times) breaks the engine's clock; it is reported, not simulated.
+TEST(SimulatorTest, NegativeFusedTimeIsAnInternalError) {
+  GraphBuilder b("chain");
+  b.add("a", "Relu").output_bytes(8);
+  b.add("b", "Relu").output_bytes(8);
+  b.connect("a", "b");
+  auto g = CompiledGraph::compile(std::move(b).build());
+  auto cluster = mesh_cluster(1, 1e9, 0);
+  LookupCostModel cost(cluster, {0, 0}, /*launch_s=*/1);
+  Simulator sim(g, cluster, cost);
+  Decision d;
+  d.fusion = std::vector<std::int32_t>{1, 1};
+  EXPECT_THROW(sim.simulate(d), std::logic_error);
+}
+
 }  // namespace
 }  // namespace gopt::simulator
