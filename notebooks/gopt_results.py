@@ -148,3 +148,28 @@ def placement_table(df):
             average = {f"vs {b}": table[f"vs {b}"].mean() for b in baselines}
             table.loc["average"] = pd.Series(average)
     return table
+
+
+def samples_to_reach(curve, target_s):
+    """Simulations a learning curve needed to reach a best step time <= target_s (None: never)."""
+    hit = curve[curve["best_step_time_s"] <= target_s * (1 + 1e-12)]
+    return int(hit["samples"].iloc[0]) if len(hit) else None
+
+
+def convergence(curves, fast="go_one", slow="hdp"):
+    """Per (workload, seed): `slow`'s final best step time, the simulations each agent took to
+    reach it, and their ratio (how many times fewer samples `fast` needed; the paper reports
+    15x for GO against HDP). Agents are matched by label."""
+    rows = []
+    for (workload, seed), group in curves.groupby(["workload", "seed"]):
+        a = group[group["agent"] == fast].sort_values("step")
+        b = group[group["agent"] == slow].sort_values("step")
+        if a.empty or b.empty:
+            continue
+        target = b["best_step_time_s"].min()
+        n_fast, n_slow = samples_to_reach(a, target), samples_to_reach(b, target)
+        rows.append({"workload": workload, "seed": seed, f"{slow} final best (ms)": target * 1e3,
+                     f"{fast} samples": n_fast, f"{slow} samples": n_slow,
+                     "times fewer": (n_slow / n_fast) if n_fast else None})
+    return pd.DataFrame(rows)
+

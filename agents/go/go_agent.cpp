@@ -343,6 +343,8 @@ std::vector<OptionSpec> ppo_specs() {
        "also simulate the greedy placement every update"},
       {"exploration_block", OptionType::kInt, std::to_string(d.exploration_block),
        "consecutive topological positions sharing exploration noise (1: independent)"},
+      {"layer_exploration", OptionType::kBool, d.layer_exploration ? "true" : "false",
+       "every other sample shares exploration noise per layer attribute"},
       {"seed", OptionType::kInt, "0", "mixed with the experiment seed"},
   };
 }
@@ -371,6 +373,7 @@ void read_ppo(const AgentOptions& o, GoOptions& g) {
   g.ppo.oom_reward = o.get_double("oom_reward");
   g.ppo.evaluate_greedy = o.get_bool("evaluate_greedy");
   g.ppo.exploration_block = std::max<std::int64_t>(1, o.get_int("exploration_block"));
+  g.ppo.layer_exploration = o.get_bool("layer_exploration");
   g.seed = static_cast<std::uint64_t>(o.get_int("seed"));
 }
 

@@ -46,6 +46,8 @@ GraphTensors make_graph_tensors(const core::CompiledGraph& graph) {
   t.inv_in_deg = torch::empty({n, 1});
   t.inv_out_deg = torch::empty({n, 1});
   t.action_mask = torch::ones({n});
+  t.layer = torch::empty({n}, torch::kLong);
+  auto layer = t.layer.accessor<std::int64_t, 1>();
   auto kinds = t.kinds.accessor<std::int64_t, 1>();
   auto ord = t.order.accessor<std::int64_t, 1>();
   auto f = t.numeric.accessor<float, 2>();
@@ -55,6 +57,7 @@ GraphTensors make_graph_tensors(const core::CompiledGraph& graph) {
 
   std::int32_t max_layer = 0;
   for (auto l : graph.layer()) max_layer = std::max(max_layer, l);
+  t.num_layers = graph.num_nodes() > 0 && max_layer >= 0 ? max_layer + 1 : 0;
   std::vector<char> group_seen(graph.colocation_groups().size(), 0);
   for (NodeId v = 0; v < graph.num_nodes(); ++v) {
     auto g = graph.colocation()[static_cast<std::size_t>(v)];
@@ -69,6 +72,7 @@ GraphTensors make_graph_tensors(const core::CompiledGraph& graph) {
     const NodeId v = order[static_cast<std::size_t>(p)];
     const auto i = static_cast<std::size_t>(v);
     ord[p] = v;
+    layer[p] = graph.layer()[i];
     kinds[p] = static_cast<std::int64_t>(graph.kind()[i]);
     const auto din = graph.in_degree(v);
     const auto dout = graph.out_degree(v);

@@ -15,6 +15,16 @@ torch::Tensor pool(const torch::Tensor& x) {
   return torch::cat({x.mean(0), std::get<0>(x.max(0))}, 0);
 }
 
+// [memory, segment] along dim 1: the memory of segment s is segment s - 1 (zeros for the
+// first), detached.
+torch::Tensor with_memory(const torch::Tensor& segments) {
+  auto memory = torch::cat({torch::zeros_like(segments.slice(0, 0, 1)),
+                            segments.slice(0, 0, segments.size(0) - 1)},
+                           0)
+                    .detach();
+  return torch::cat({memory, segments}, 1);
+}
+
 }  // namespace
 
 SageLayerImpl::SageLayerImpl(std::int64_t hidden)
@@ -73,36 +83,29 @@ SegmentAttentionLayerImpl::SegmentAttentionLayerImpl(std::int64_t hidden, std::i
   rel_index_ = register_buffer("rel_index", (j - segment) - i + (2 * segment - 1));
 }
 
-torch::Tensor SegmentAttentionLayerImpl::keys_and_values(const torch::Tensor& segments) {
-  auto memory = torch::cat({torch::zeros_like(segments.slice(0, 0, 1)),
-                            segments.slice(0, 0, segments.size(0) - 1)},
-                           0)
-                    .detach();
-  return torch::cat({memory, segments}, 1);
-}
-
 torch::Tensor SegmentAttentionLayerImpl::forward(const torch::Tensor& x) {
   const auto n = x.size(0);
   const auto l = segment_;
   const auto s = (n + l - 1) / l;
+  const auto pad = s * l - n;
   const auto dh = hidden_ / heads_;
-  auto padded = torch::constant_pad_nd(x, {0, 0, 0, s * l - n});
-  auto seg = padded.view({s, l, hidden_});
-  auto valid = torch::arange(s * l, torch::kLong).lt(n).view({s, l});
-  auto kv_valid = torch::cat(
-      {torch::cat({torch::zeros({1, l}, torch::kBool), valid.slice(0, 0, s - 1)}, 0), valid},
-      1);  // [S, 2L]
-  auto kv = keys_and_values(seg);
-
-  auto q = q_(seg).view({s, l, heads_, dh}).permute({0, 2, 1, 3});
-  auto k = k_(kv).view({s, 2 * l, heads_, dh}).permute({0, 2, 1, 3});
-  auto v = v_(kv).view({s, 2 * l, heads_, dh}).permute({0, 2, 1, 3});
-  auto scores = torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(static_cast<double>(dh));
-  auto bias = rel_bias_.index_select(1, rel_index_.flatten()).view({heads_, l, 2 * l});
-  scores = (scores + bias.unsqueeze(0))
-               .masked_fill(kv_valid.logical_not().view({s, 1, 1, 2 * l}), kMaskedLogit);
-  auto attended =
-      torch::matmul(torch::softmax(scores, -1), v).permute({0, 2, 1, 3}).reshape({s, l, hidden_});
+  auto seg = torch::constant_pad_nd(x, {0, 0, 0, pad}).view({s, l, hidden_});
+  // Keys and values are projected once per node and the memory is the previous segment's
+  // projections, detached: no gradient reaches the memory (neither its nodes nor, through
+  // it, the projections), and the projection cost is N, not 2N.
+  auto q = (q_(seg) * (1.0 / std::sqrt(static_cast<double>(dh))))
+               .view({s, l, heads_, dh})
+               .permute({0, 2, 1, 3});
+  auto k = with_memory(k_(seg)).view({s, 2 * l, heads_, dh}).permute({0, 2, 1, 3});
+  auto v = with_memory(v_(seg)).view({s, 2 * l, heads_, dh}).permute({0, 2, 1, 3});
+  auto scores = torch::matmul(q, k.transpose(-1, -2));  // [S, heads, L, 2L]
+  // In place: the score tensor is the largest of the policy (N x 2L x heads floats).
+  scores.add_(rel_bias_.index_select(1, rel_index_.flatten()).view({1, heads_, l, 2 * l}));
+  // Masked keys: the first segment has no memory; the last one's padding.
+  scores.select(0, 0).slice(-1, 0, l).fill_(kMaskedLogit);
+  if (pad > 0) scores.select(0, s - 1).slice(-1, 2 * l - pad, 2 * l).fill_(kMaskedLogit);
+  auto attended = torch::matmul(torch::softmax(scores, -1), v).permute({0, 2, 1, 3}).reshape(
+      {s, l, hidden_});
   auto y = norm1_(seg + o_(attended));
   y = norm2_(y + ff2_(torch::relu(ff1_(y))));
   return y.reshape({s * l, hidden_}).slice(0, 0, n);

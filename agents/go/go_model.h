@@ -25,12 +25,12 @@ namespace gopt::agents::go {
 
 /// Sizes of the policy. Defaults: docs/agents.md.
 struct GoPolicyOptions {
-  TORCH_ARG(std::int64_t, hidden) = 128;          ///< width of every hidden layer
+  TORCH_ARG(std::int64_t, hidden) = 64;           ///< width of every hidden layer
   TORCH_ARG(std::int64_t, kind_embedding) = 16;   ///< op kind embedding size
   TORCH_ARG(std::int64_t, sage_layers) = 2;       ///< GraphSAGE hops
   TORCH_ARG(std::int64_t, attention_layers) = 2;  ///< recurrent attention layers
-  TORCH_ARG(std::int64_t, heads) = 4;             ///< attention heads
-  TORCH_ARG(std::int64_t, segment_length) = 128;  ///< nodes per attention segment
+  TORCH_ARG(std::int64_t, heads) = 2;             ///< attention heads
+  TORCH_ARG(std::int64_t, segment_length) = 64;   ///< nodes per attention segment
   TORCH_ARG(std::int64_t, max_devices) = 8;       ///< placement head width
   TORCH_ARG(std::int64_t, refine_passes) = 1;     ///< 1: decide once, no refinement
   TORCH_ARG(bool, modulation) = true;             ///< feature modulation on/off (ablation)
@@ -71,9 +71,6 @@ class SegmentAttentionLayerImpl : public torch::nn::Module {
   /// x: [N, hidden] in topological order; the memory of segment s is segment s-1 of the
   /// same input, detached (no gradient flows into the memory).
   torch::Tensor forward(const torch::Tensor& x);
-  /// The segmented keys/values for `x` [S, 2L, hidden] (memory then segment), exposed for
-  /// tests of the gradient stop.
-  torch::Tensor keys_and_values(const torch::Tensor& segments);
 
  private:
   std::int64_t hidden_, heads_, segment_;

@@ -40,18 +40,28 @@ PpoTrainer::PpoTrainer(GoPolicy policy, torch::optim::Adam& optimizer, PpoOption
       options_(options),
       gen_(std::move(generator)) {}
 
-torch::Tensor PpoTrainer::sample_actions(const torch::Tensor& log_probs, std::int64_t k) {
+torch::Tensor PpoTrainer::sample_actions(const torch::Tensor& log_probs, const GraphTensors& g,
+                                         std::int64_t k) {
   const auto n = log_probs.size(0);
   const auto d = log_probs.size(1);
   // At least 4 blocks per device, so that a small graph is not placed whole on one device.
-  const auto block = std::max<std::int64_t>(1, std::min(options_.exploration_block, n / (4 * d)));
+  const auto block =
+      std::max<std::int64_t>(1, std::min(options_.exploration_block, n / (4 * d)));
   if (block == 1) return torch::multinomial(log_probs.exp(), k, /*replacement=*/true, gen_);
-  const auto blocks = (n + block - 1) / block;
-  auto uniform = torch::rand({k, blocks, d}, gen_).clamp(1e-12, 1.0 - 1e-7);
-  auto gumbel = -torch::log(-torch::log(uniform));
-  auto block_of = torch::arange(n, torch::kLong).div(block, "floor");
-  auto noise = gumbel.index_select(1, block_of);                       // [k, N, D]
-  return (log_probs.unsqueeze(0) + noise).argmax(2).t().contiguous();  // [N, k]
+  // Noise groups: blocks of consecutive positions; in layer mode, an op with a layer
+  // attribute shares its layer's noise instead.
+  auto by_block = torch::arange(n, torch::kLong).div(block, "floor");
+  auto by_layer = torch::where(g.layer.ge(0), g.layer, by_block + g.num_layers);
+  const auto groups = g.num_layers + (n + block - 1) / block;
+  auto actions = torch::empty({n, k}, torch::kLong);
+  for (std::int64_t s = 0; s < k; ++s) {
+    const bool layer_mode = options_.layer_exploration && g.num_layers > 0 && s % 2 == 0;
+    auto uniform = torch::rand({groups, d}, gen_).clamp(1e-12, 1.0 - 1e-7);
+    auto gumbel = -torch::log(-torch::log(uniform));
+    auto noise = gumbel.index_select(0, layer_mode ? by_layer : by_block + g.num_layers);
+    actions.select(1, s).copy_((log_probs + noise).argmax(1));
+  }
+  return actions;
 }
 
 PpoStepStats PpoTrainer::step(PpoTask& task) {
@@ -70,7 +80,7 @@ PpoStepStats PpoTrainer::step(PpoTask& task) {
     torch::NoGradGuard no_grad;
     auto out = policy_->forward(g, devices);
     auto log_probs = torch::log_softmax(out.logits, 1);
-    actions = sample_actions(log_probs, k);  // [N, k]
+    actions = sample_actions(log_probs, g, k);  // [N, k]
     old_log_probs = log_probs.gather(1, actions);
     old_value = out.value;
     if (options_.evaluate_greedy) {

@@ -21,7 +21,10 @@
 // a sampled placement differs from another in a few coherent regions instead of in
 // thousands of independent coin flips whose effect on the step time averages out. On
 // graphs of thousands of nodes this is what lets the reward say anything (see
-// docs/agents.md for the measurements); block 1 restores independent sampling.
+// docs/agents.md for the measurements); block 1 restores independent sampling. With
+// `layer_exploration`, every other sample shares one Gumbel vector per layer attribute
+// (LSTM layer, Transformer block, WaveNet stack layer) instead, so that whole layers move
+// between devices together; marginals are still exact.
 //
 // The probability ratio is taken per node (each node's device is one factor of the joint
 // action, all factors sharing the placement's advantage) rather than for the product over
@@ -53,6 +56,9 @@ struct PpoOptions {
   /// positions share their Gumbel noise when sampled (1: independent, as in the paper).
   /// Capped at N / (4 x devices) so that every graph has at least 4 blocks per device.
   std::int64_t exploration_block = 64;
+  /// Every other sample shares noise per layer (ops with a layer attribute) instead of per
+  /// block, so whole layers move between devices together.
+  bool layer_exploration = true;
 };
 
 /// One graph being trained on, with its per-graph reward reference.
@@ -95,7 +101,8 @@ class PpoTrainer {
   }
 
  private:
-  torch::Tensor sample_actions(const torch::Tensor& log_probs, std::int64_t k);
+  torch::Tensor sample_actions(const torch::Tensor& log_probs, const GraphTensors& g,
+                               std::int64_t k);
 
   GoPolicy policy_;
   torch::optim::Adam* optimizer_;
