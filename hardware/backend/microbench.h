@@ -1,0 +1,71 @@
+// Calibration measurements on a real backend: per op kind, chains of identical ops over a
+// range of shapes (the time per op of a chain includes everything the executor adds per op,
+// which is what the simulator must predict), and copies of a range of sizes between two
+// devices. hardware/calibration.h fits the cost model to them.
+//
+//   auto backend = make_backend(BackendKind::kCpu, 2);
+//   CalibrationMeasurements m = measure_for_calibration(*backend, MicrobenchOptions());
+//   RooflineFit fit = fit_roofline(m.ops);
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "hardware/backend/backend.h"
+#include "hardware/calibration.h"
+
+namespace gopt::hardware::backend {
+
+/// What to measure; defaults here and nowhere else.
+struct MicrobenchOptions {
+  int chain_length = 12;  ///< identical ops per timed chain
+  int warmup_steps = 2;
+  int timed_steps = 5;
+  /// Multiplies every benchmark size (0.1 for a quick smoke run in tests).
+  double size_scale = 1.0;
+  /// Called with a line of progress ("matmul 3/8").
+  std::function<void(const std::string&)> progress;
+
+  MicrobenchOptions& chain(int ops) {
+    chain_length = ops;
+    return *this;
+  }
+  MicrobenchOptions& steps(int warmup, int timed) {
+    warmup_steps = warmup;
+    timed_steps = timed;
+    return *this;
+  }
+  MicrobenchOptions& scale(double factor) {
+    size_scale = factor;
+    return *this;
+  }
+};
+
+struct CalibrationMeasurements {
+  std::vector<OpSample> ops;
+  std::vector<CopySample> copies;  ///< empty with one device
+};
+
+/// One microbenchmark: a single op of `op_type` with an output shape, FLOPs and the bytes
+/// of each data input (so its bytes read follow the graphs' conventions).
+struct MicrobenchOp {
+  std::string op_type;
+  core::Shape output;
+  core::Flops flops = 0;
+  std::vector<Bytes> inputs;
+};
+
+/// The shapes measured per kind (sizes multiplied by `size_scale`).
+[[nodiscard]] std::vector<MicrobenchOp> calibration_ops(double size_scale);
+
+/// A graph of `length` copies of `op` in a chain (control edges), each with its own
+/// input placeholders: the graph a chain benchmark runs.
+[[nodiscard]] core::Graph chain_graph(const MicrobenchOp& op, int length);
+
+/// Runs every calibration op chain on device 0 and, with two or more devices, copies from
+/// device 0 to device 1.
+[[nodiscard]] CalibrationMeasurements measure_for_calibration(Backend& backend,
+                                                              const MicrobenchOptions& options);
+
+}  // namespace gopt::hardware::backend
