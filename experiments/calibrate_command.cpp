@@ -36,6 +36,8 @@ struct CalibrateArgs {
   std::string name;
   bool quick = false;
   int steps = 5;
+  int rounds = 3;
+  std::string samples;
   bool json = false;
 };
 
@@ -155,7 +157,9 @@ int run_calibrate(const CalibrateArgs& args, CliContext& ctx) {
     auto backend = hardware::backend::make_backend(kind, args.devices);
     hardware::backend::MicrobenchOptions options;
     options.steps(args.quick ? 1 : 2, args.quick ? 2 : args.steps);
+    options.rounds = args.quick ? 1 : args.rounds;
     if (args.quick) options.scale(0.1).chain(4);
+    if (args.quick) options.working_set_bytes = core::Bytes{1} << 20;
     const bool tty = ::isatty(STDERR_FILENO) != 0;
     options.progress = [&ctx, tty](const std::string& line) {
       ctx.err << (tty ? "\r\033[Kgopt calibrate: " : "gopt calibrate: ") << line
@@ -164,10 +168,39 @@ int run_calibrate(const CalibrateArgs& args, CliContext& ctx) {
     auto m = hardware::backend::measure_for_calibration(*backend, options);
     if (tty) ctx.err << "\n";
     auto fit = hardware::fit_roofline(m.ops);
+    if (!args.samples.empty()) {
+      std::string csv = "kind,label,flops,bytes,measured_s,fitted_s\n";
+      for (const auto& s : m.ops) {
+        char row[96];
+        std::snprintf(row, sizeof row, ",%.6g,%lld,%.6g,%.6g\n", s.flops,
+                      static_cast<long long>(s.bytes), s.time_s, hardware::predict(fit, s));
+        csv += std::string(core::to_string(s.kind)) + "," + s.label + row;
+      }
+      for (const auto& c : m.copies) {
+        char row[96];
+        std::snprintf(row, sizeof row, "copy,copy,0,%lld,%.6g,\n", static_cast<long long>(c.bytes),
+                      c.time_s);
+        csv += row;
+      }
+      core::write_text_file_atomic(args.samples, csv);
+    }
     std::optional<hardware::LinkFit> link;
     if (args.devices > 1) link = hardware::fit_link(m.copies);
+    auto curves = hardware::build_time_curves(m.ops);
     spec = cpu_spec(fit, link, args.devices, name);
-    notes = fit_notes(fit, link);
+    for (auto& dev : spec.devices) {
+      dev.op_type_curves = curves.op_types;
+      dev.kind_curves = curves.kinds;
+    }
+    notes = fit_notes(fit, link) + " Time curves of " + std::to_string(curves.op_types.size()) +
+            " op types (the calibrated cost model uses them): leave-one-out interpolation error "
+            "rms " +
+            pct(curves.leave_one_out.rms_rel_error) + ", max " +
+            pct(curves.leave_one_out.max_rel_error) + " over " +
+            std::to_string(curves.leave_one_out.samples) + " interior points.";
+    summary["curves"] = {{"op_types", curves.op_types.size()},
+                         {"leave_one_out_rms_rel_error", curves.leave_one_out.rms_rel_error},
+                         {"leave_one_out_max_rel_error", curves.leave_one_out.max_rel_error}};
     summary["launch_overhead_s"] = fit.launch_overhead_s;
     summary["peak_flops_per_s"] = fit.peak_flops_per_s;
     summary["memory_bandwidth_bytes_per_s"] = fit.memory_bandwidth_bytes_per_s;
@@ -255,6 +288,12 @@ void add_calibrate_command(CLI::App& app, CliContext& context) {
   cmd->add_option("--steps", args->steps, "Timed steps per microbenchmark (median)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--rounds", args->rounds,
+                  "Interleaved rounds over all microbenchmarks (median kept)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--samples", args->samples,
+                  "Also write every measurement and its fitted time as CSV");
   cmd->add_flag("--json", args->json, "Print the fit as one JSON object");
   cmd->callback([&context, args] {
     context.action = [&context, args] { return run_calibrate(*args, context); };

@@ -280,7 +280,7 @@ struct Shared {
   const ExperimentConfig& config;
   agents::AgentRegistry registry;
   hardware::Cluster cluster;
-  std::unique_ptr<hardware::RooflineCostModel> cost;
+  std::unique_ptr<hardware::CostModel> cost;
   std::map<std::string, core::CompiledGraph> graphs;  // by workload label
 };
 
@@ -384,7 +384,7 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
 
   Shared shared{config, {}, hardware::load_profile(config.hardware), nullptr, {}};
   agents::register_builtin_agents(shared.registry);
-  shared.cost = std::make_unique<hardware::RooflineCostModel>(shared.cluster);
+  shared.cost = hardware::make_cost_model(shared.cluster);  // calibrated for measured profiles
   datasets::WorkloadRegistry workloads;
   datasets::register_builtin_workloads(workloads);
   for (const auto& w : config.workloads) {

@@ -21,6 +21,7 @@
 #include "agents/registry.h"
 #include "core/compiled_graph.h"
 #include "core/errors.h"
+#include "core/graph_io.h"
 #include "datasets/workload_registry.h"
 #include "experiments/cli.h"
 #include "experiments/hdf5_sink.h"
@@ -68,6 +69,7 @@ struct ValidateArgs {
   int steps = 5;
   std::uint64_t seed = 1;
   std::string out;
+  std::string ops_csv;
   bool overwrite = false;
   bool json = false;
 };
@@ -147,7 +149,8 @@ struct Case {
 int run_validate(const ValidateArgs& args, CliContext& ctx) {
   auto kind = hardware::backend::backend_kind_from_string(args.backend, "--backend");
   auto cluster = hardware::load_profile(args.profile);
-  hardware::RooflineCostModel cost(cluster);
+  auto cost_model = hardware::make_cost_model(cluster);
+  const hardware::CostModel& cost = *cost_model;
   auto backend = hardware::backend::make_backend(kind, cluster.num_devices());
   datasets::WorkloadRegistry workloads;
   datasets::register_builtin_workloads(workloads);
@@ -159,6 +162,7 @@ int run_validate(const ValidateArgs& args, CliContext& ctx) {
     specs.push_back(parse_graph_spec(s));
   }
   std::vector<Case> cases;
+  std::string ops_csv = "graph,decision,op,op_type,kind,device,flops,bytes,measured_s,model_s\n";
   std::int64_t proxy_total = 0;
   std::map<std::string, std::int32_t> proxy_types;
   auto start = std::chrono::steady_clock::now();
@@ -206,6 +210,18 @@ int run_validate(const ValidateArgs& args, CliContext& ctx) {
             hardware::backend::ExecutionOptions().warmup(args.warmup).timed(args.steps));
         c.step_times_s.insert(c.step_times_s.end(), r.step_times_s.begin(), r.step_times_s.end());
         c.proxy_ops = r.num_proxy_ops;
+        if (!args.ops_csv.empty() && round == 0) {
+          for (core::NodeId v = 0; v < cg.num_nodes(); ++v) {
+            auto i = static_cast<std::size_t>(v);
+            core::DeviceId dev = c.decision.device_of(v);
+            char row[160];
+            std::snprintf(row, sizeof row, ",%d,%.6g,%lld,%.6g,%.6g\n", dev, cg.flops()[i],
+                          static_cast<long long>(cg.bytes_read()[i] + cg.bytes_written()[i]),
+                          r.op_time_s[i], sim.op_time(v, dev));
+            ops_csv += "\"" + spec.label + "\"," + c.c.decision + "," + cg.node_names()[i] + "," +
+                       cg.op_types()[i] + "," + std::string(core::to_string(cg.kind()[i])) + row;
+          }
+        }
         if (round == 0 && &c == &graph_cases.front()) {
           proxy_total += r.num_proxy_ops;
           for (const auto& [type, n] : r.proxy_ops) proxy_types[type] += n;
@@ -219,6 +235,7 @@ int run_validate(const ValidateArgs& args, CliContext& ctx) {
       cases.push_back(std::move(c));
     }
   }
+  if (!args.ops_csv.empty()) core::write_text_file_atomic(args.ops_csv, ops_csv);
   std::vector<hardware::ValidationCase> plain;
   for (const auto& c : cases) plain.push_back(c.c);
   auto summary = hardware::summarize_validation(plain);
@@ -368,6 +385,8 @@ void add_validate_command(CLI::App& app, CliContext& context) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--seed", args->seed, "Seed of the random decisions")->capture_default_str();
   cmd->add_option("--out", args->out, "Write the cases to an HDF5 results file (gopt table)");
+  cmd->add_option("--ops-csv", args->ops_csv,
+                  "Write every op's measured time (median) and cost-model time as CSV");
   cmd->add_flag("--overwrite", args->overwrite, "Replace an existing --out file");
   cmd->add_flag("--json", args->json,
                 "Print one JSON object: mape, max_abs_pct_error, kendall_tau, cases, per_case");

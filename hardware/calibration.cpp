@@ -72,6 +72,31 @@ double fit_kind(const std::vector<const OpSample*>& s, double launch, KindModel&
   return cost;
 }
 
+// Pool-adjacent-violators: the non-decreasing sequence closest (least squares) to `y`. More
+// work of one op type never takes less time; a measured dip is noise from a shared machine.
+std::vector<double> monotone_fit(const std::vector<double>& y) {
+  std::vector<double> value;
+  std::vector<int> count;
+  for (double v : y) {
+    value.push_back(v);
+    count.push_back(1);
+    while (value.size() > 1 && value[value.size() - 2] > value.back()) {
+      double merged =
+          (value[value.size() - 2] * count[count.size() - 2] + value.back() * count.back()) /
+          (count[count.size() - 2] + count.back());
+      int n = count[count.size() - 2] + count.back();
+      value.pop_back();
+      count.pop_back();
+      value.back() = merged;
+      count.back() = n;
+    }
+  }
+  std::vector<double> out;
+  for (std::size_t i = 0; i < value.size(); ++i)
+    out.insert(out.end(), static_cast<std::size_t>(count[i]), value[i]);
+  return out;
+}
+
 using Groups = std::array<std::vector<const OpSample*>, core::kNumOpKinds>;
 
 double total_cost(const Groups& g, double launch, std::array<KindModel, core::kNumOpKinds>& m) {
@@ -94,7 +119,7 @@ void finish(FitResiduals& r) {
 
 std::string num(double v) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
+  std::snprintf(buf, sizeof buf, "%.9g", v);
   std::string s = buf;
   // YAML reads "1e-05" as a string in some loaders; keep a mantissa dot for safety.
   if (s.find_first_of(".e") == std::string::npos) s += ".0";
@@ -186,6 +211,50 @@ RooflineFit fit_roofline(const std::vector<OpSample>& samples) {
   for (auto& r : fit.residuals) finish(r);
   finish(fit.overall);
   return fit;
+}
+
+TimeCurves build_time_curves(const std::vector<OpSample>& samples) {
+  std::map<std::string, std::map<double, std::vector<double>>> by_type;
+  std::array<std::map<double, std::vector<double>>, core::kNumOpKinds> by_kind;
+  for (const auto& s : samples) {
+    double w = TimeCurve::work_of(s.kind, s.flops, static_cast<double>(s.bytes));
+    if (!(w > 0) || s.op_type.empty()) continue;
+    by_type[s.op_type][w].push_back(s.time_s);
+    by_kind[static_cast<std::size_t>(s.kind)][w].push_back(s.time_s);
+  }
+  auto curve_of = [](const std::map<double, std::vector<double>>& points) {
+    TimeCurve c;
+    for (const auto& [w, times] : points) {
+      std::vector<double> t = times;
+      std::sort(t.begin(), t.end());
+      c.work.push_back(w);
+      c.time_s.push_back(t[t.size() / 2]);
+    }
+    c.time_s = monotone_fit(c.time_s);
+    return c;
+  };
+  TimeCurves curves;
+  for (const auto& [type, points] : by_type) curves.op_types[type] = curve_of(points);
+  for (std::size_t k = 0; k < by_kind.size(); ++k) {
+    if (!by_kind[k].empty()) curves.kinds[k] = curve_of(by_kind[k]);
+  }
+  // Leave-one-out error of each op type's curve: how well it predicts a size it has not seen.
+  for (const auto& [type, points] : by_type) {
+    if (points.size() < 3) continue;
+    std::vector<std::pair<double, double>> pts;
+    for (const auto& [w, times] : points) pts.emplace_back(w, curve_of({{w, times}}).time_s[0]);
+    for (std::size_t i = 1; i + 1 < pts.size(); ++i) {  // interior points: interpolation
+      TimeCurve rest;
+      for (std::size_t j = 0; j < pts.size(); ++j) {
+        if (j == i) continue;
+        rest.work.push_back(pts[j].first);
+        rest.time_s.push_back(pts[j].second);
+      }
+      add_residual(curves.leave_one_out, (rest.at(pts[i].first) - pts[i].second) / pts[i].second);
+    }
+  }
+  finish(curves.leave_one_out);
+  return curves;
 }
 
 Seconds predict(const RooflineFit& fit, const OpSample& s) {
@@ -285,6 +354,24 @@ std::string profile_yaml(const ClusterSpec& spec) {
           << num(e[static_cast<std::size_t>(k)]);
       }
       y << "}\n";
+    }
+    auto curve = [&](const std::string& key, const TimeCurve& c) {
+      y << "      " << quoted(key) << ": {work: [";
+      for (std::size_t i = 0; i < c.work.size(); ++i) y << (i ? ", " : "") << num(c.work[i]);
+      y << "], time_s: [";
+      for (std::size_t i = 0; i < c.time_s.size(); ++i) y << (i ? ", " : "") << num(c.time_s[i]);
+      y << "]}\n";
+    };
+    bool any_kind = std::any_of(d.kind_curves.begin(), d.kind_curves.end(),
+                                [](const TimeCurve& c) { return !c.empty(); });
+    if (!d.op_type_curves.empty() || any_kind) {
+      y << "    time_curves:\n";
+      for (const auto& [type, c] : d.op_type_curves) curve(type, c);
+      for (int k = 0; k < core::kNumOpKinds; ++k) {
+        const auto& c = d.kind_curves[static_cast<std::size_t>(k)];
+        if (!c.empty())
+          curve("kind:" + std::string(core::to_string(static_cast<core::OpKind>(k))), c);
+      }
     }
     if (!d.source.empty()) y << "    source: " << quoted(d.source) << "\n";
   }

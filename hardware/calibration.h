@@ -10,6 +10,7 @@
 #pragma once
 
 #include <array>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -23,7 +24,8 @@ struct OpSample {
   core::Flops flops = 0;
   Bytes bytes = 0;
   Seconds time_s = 0;
-  std::string label;  ///< what ran, for reports ("mm [64x512]x[512x256]")
+  std::string op_type;  ///< framework op type ("MatMul"), for the time curves
+  std::string label;    ///< what ran, for reports ("MatMul [64x256]")
 };
 
 /// One timed copy between devices.
@@ -62,6 +64,20 @@ struct RooflineFit {
 /// overhead is found by golden-section search. Kinds without samples get efficiency 1.
 /// Throws InputError when there are no samples or a sample has a non-positive time.
 [[nodiscard]] RooflineFit fit_roofline(const std::vector<OpSample>& samples);
+
+/// Measured time curves (DeviceSpec::op_type_curves and kind_curves) from samples: one
+/// point per distinct work value (the median time of the samples with that value), made
+/// non-decreasing in work by isotonic regression (more work never takes less time; a dip is
+/// measurement noise).
+struct TimeCurves {
+  std::map<std::string, TimeCurve> op_types;
+  std::array<TimeCurve, core::kNumOpKinds> kinds{};
+  /// Interpolation error at each op type's interior points, each predicted by the curve
+  /// without it (how far off a shape between the measured ones can be).
+  FitResiduals leave_one_out;
+};
+
+[[nodiscard]] TimeCurves build_time_curves(const std::vector<OpSample>& samples);
 
 /// Predicted time of one sample under a fit (the formula above).
 [[nodiscard]] Seconds predict(const RooflineFit& fit, const OpSample& sample);

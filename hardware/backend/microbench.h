@@ -19,9 +19,13 @@ namespace gopt::hardware::backend {
 
 /// What to measure; defaults here and nowhere else.
 struct MicrobenchOptions {
-  int chain_length = 12;  ///< identical ops per timed chain
+  int chain_length = 12;  ///< identical ops per timed chain, at least
+  /// A chain is made longer until its ops' inputs add up to this many bytes (at most 2048
+  /// ops), so that they do not fit in the per-core cache, as in a graph's step.
+  Bytes working_set_bytes = Bytes{16} << 20;
   int warmup_steps = 2;
   int timed_steps = 5;
+  int rounds = 3;  ///< interleaved rounds over all benchmarks; the median is kept
   /// Multiplies every benchmark size (0.1 for a quick smoke run in tests).
   double size_scale = 1.0;
   /// Called with a line of progress ("matmul 3/8").
@@ -63,8 +67,8 @@ struct MicrobenchOp {
 /// input placeholders: the graph a chain benchmark runs.
 [[nodiscard]] core::Graph chain_graph(const MicrobenchOp& op, int length);
 
-/// Runs every calibration op chain on device 0 and, with two or more devices, copies from
-/// device 0 to device 1.
+/// Runs every calibration op chain on device 0 and, with two or more devices, chains
+/// alternating between devices 0 and 1 (the cost of a cross-device edge: copy + handoff).
 [[nodiscard]] CalibrationMeasurements measure_for_calibration(Backend& backend,
                                                               const MicrobenchOptions& options);
 

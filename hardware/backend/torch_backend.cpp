@@ -14,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <mutex>
 #include <numeric>
 #include <thread>
@@ -77,29 +78,50 @@ bool runs_later(const Task& a, const Task& b) {
   return a.rank > b.rank;
 }
 
+// A device's ready queue. A worker with nothing to run spins briefly (a dependency from the
+// other device usually lands within microseconds) and then sleeps on the condition
+// variable, so that idle workers do not take CPU time from busy ones on a shared machine.
 class ReadyQueue {
  public:
   void push(const Task& t) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    heap_.push_back(t);
-    std::push_heap(heap_.begin(), heap_.end(), runs_later);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      heap_.push_back(t);
+      std::push_heap(heap_.begin(), heap_.end(), runs_later);
+      size_.store(heap_.size(), std::memory_order_release);
+    }
+    ready_.notify_one();
   }
-  bool pop(Task& t) {
-    std::lock_guard<std::mutex> lock(mutex_);
+  /// Pops the next task, waiting for one; false when `stop` was raised.
+  bool pop(Task& t, const std::atomic<bool>& stop) {
+    for (int spin = 0; spin < 2000 && size_.load(std::memory_order_acquire) == 0; ++spin) {
+      if (stop.load(std::memory_order_relaxed)) return false;
+    }
+    std::unique_lock<std::mutex> lock(mutex_);
+    ready_.wait(lock, [&] { return !heap_.empty() || stop.load(); });
     if (heap_.empty()) return false;
     std::pop_heap(heap_.begin(), heap_.end(), runs_later);
     t = heap_.back();
     heap_.pop_back();
+    size_.store(heap_.size(), std::memory_order_release);
     return true;
   }
   void clear() {
     std::lock_guard<std::mutex> lock(mutex_);
     heap_.clear();
+    size_.store(0);
+  }
+  /// Wakes a sleeping worker to see `stop`.
+  void wake() {
+    { std::lock_guard<std::mutex> lock(mutex_); }
+    ready_.notify_all();
   }
 
  private:
   std::mutex mutex_;
+  std::condition_variable ready_;
   std::vector<Task> heap_;
+  std::atomic<std::size_t> size_{0};
 };
 
 struct CopyPlan {
@@ -254,6 +276,8 @@ ExecutionResult TorchBackend::execute(const core::Graph& graph, const core::Deci
   std::atomic<std::int32_t> generation{0};
   std::atomic<std::int32_t> finished{0};
   std::atomic<bool> stop{false};
+  std::mutex step_mutex;  // guards step starts and ends (generation, finished, stop)
+  std::condition_variable step_cv;
   Clock::time_point t0;
   std::mutex error_mutex;
   std::string error;
@@ -275,19 +299,16 @@ ExecutionResult TorchBackend::execute(const core::Graph& graph, const core::Deci
     std::int32_t seen = 0;
     const std::int32_t my_tasks = plan.tasks_on[static_cast<std::size_t>(d)];
     for (;;) {
-      while (generation.load(std::memory_order_acquire) == seen && !stop.load()) {
-        std::this_thread::yield();
+      {
+        std::unique_lock<std::mutex> lock(step_mutex);
+        step_cv.wait(lock, [&] { return generation.load() != seen || stop.load(); });
       }
       if (stop.load()) return;
       seen = generation.load(std::memory_order_acquire);
       try {
         for (std::int32_t done = 0; done < my_tasks;) {
           Task t{};
-          if (!queues[static_cast<std::size_t>(d)].pop(t)) {
-            if (stop.load(std::memory_order_relaxed)) break;  // another worker failed
-            std::this_thread::yield();
-            continue;
-          }
+          if (!queues[static_cast<std::size_t>(d)].pop(t, stop)) break;  // another failed
           ++done;
           auto id = static_cast<std::size_t>(t.id);
           if (t.key_copy) {
@@ -313,11 +334,18 @@ ExecutionResult TorchBackend::execute(const core::Graph& graph, const core::Deci
           }
         }
       } catch (const std::exception& e) {
-        std::lock_guard<std::mutex> lock(error_mutex);
-        if (error.empty()) error = e.what();
+        {
+          std::lock_guard<std::mutex> lock(error_mutex);
+          if (error.empty()) error = e.what();
+        }
         stop.store(true);
+        for (auto& q : queues) q.wake();
       }
-      finished.fetch_add(1, std::memory_order_acq_rel);
+      {
+        std::lock_guard<std::mutex> lock(step_mutex);
+        finished.fetch_add(1, std::memory_order_acq_rel);
+      }
+      step_cv.notify_all();
     }
   };
 
@@ -334,11 +362,16 @@ ExecutionResult TorchBackend::execute(const core::Graph& graph, const core::Deci
     for (std::size_t i = 0; i < num_ops; ++i) {
       if (plan.deps[i] == 0) make_ready(static_cast<NodeId>(i));
     }
-    finished.store(0);
-    t0 = Clock::now();
-    generation.fetch_add(1, std::memory_order_acq_rel);
-    while (finished.load(std::memory_order_acquire) < static_cast<std::int32_t>(devices)) {
-      std::this_thread::yield();
+    {
+      std::lock_guard<std::mutex> lock(step_mutex);
+      finished.store(0);
+      t0 = Clock::now();
+      generation.fetch_add(1, std::memory_order_acq_rel);
+    }
+    step_cv.notify_all();
+    {
+      std::unique_lock<std::mutex> lock(step_mutex);
+      step_cv.wait(lock, [&] { return finished.load() >= static_cast<std::int32_t>(devices); });
     }
     if (stop.load()) break;
     if (step < options.warmup_steps) continue;
@@ -357,7 +390,11 @@ ExecutionResult TorchBackend::execute(const core::Graph& graph, const core::Deci
       timelines.push_back(std::move(t));
     }
   }
-  stop.store(true);
+  {
+    std::lock_guard<std::mutex> lock(step_mutex);
+    stop.store(true);
+  }
+  step_cv.notify_all();
   for (auto& t : threads) t.join();
   if (!error.empty()) {
     throw core::Error("the " + std::string(to_string(impl_->kind)) + " backend failed: " + error);
