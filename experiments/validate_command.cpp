@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -75,7 +76,7 @@ struct ValidateArgs {
 };
 
 struct GraphSpec {
-  std::string label;  ///< the spec as given
+  std::string label;  ///< "rnnlm_2[batch=8]", "model[batch=4]" for model.onnx
   std::string graph;  ///< suite name or path
   datasets::LoadOptions load;
 };
@@ -83,12 +84,16 @@ struct GraphSpec {
 // "name" or "name:key=value,key=value"; for .onnx files the keys batch and training.
 GraphSpec parse_graph_spec(const std::string& spec) {
   GraphSpec g;
-  g.label = spec;
   auto colon = spec.find(':');
   g.graph = spec.substr(0, colon);
   if (g.graph.empty()) throw core::InputError("--graphs", "'" + spec + "'", "empty graph name");
+  // The label names the case in tables and HDF5 group names (no '/'): a file's stem, then
+  // the overrides in brackets.
+  g.label = g.graph.find('/') == std::string::npos ? g.graph
+                                                   : std::filesystem::path(g.graph).stem().string();
   if (colon == std::string::npos) return g;
   std::string rest = spec.substr(colon + 1);
+  if (!rest.empty()) g.label += "[" + rest + "]";
   bool onnx = g.graph.size() > 5 && g.graph.substr(g.graph.size() - 5) == ".onnx";
   std::size_t start = 0;
   while (start <= rest.size()) {

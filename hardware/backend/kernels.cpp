@@ -347,7 +347,9 @@ Kernel softmax_kernel(const Builder& b) {
   if (has(t, "CrossEntropy")) {
     k.operands = {b.rand({rows, classes}), b.ids(rows, classes)};
     k.run = [](std::vector<torch::Tensor>& o) {
-      return torch::nll_loss(torch::log_softmax(o[0], 1), o[1]);
+      torch::Tensor log_probs = torch::log_softmax(o[0], 1);
+      torch::nll_loss(log_probs, o[1]);
+      return log_probs;  // [rows, classes], like the op's gradient output
     };
     k.what = "log_softmax + nll_loss " + shape_text({rows, classes});
   } else {
@@ -464,7 +466,34 @@ core::Shape primary_shape(const core::NodeAttrs& attrs) {
   return {std::max<I64>(1, bytes / size)};
 }
 
+namespace {
+Kernel make_kernel_unshaped(const OpView& op, const torch::Device& device);
+}  // namespace
+
 Kernel make_kernel(const OpView& op, const torch::Device& device) {
+  Kernel k = make_kernel_unshaped(op, device);
+  if (k.no_work || !k.run) return k;
+  // The output takes the op's shape (the largest output for a softmax, whose ops list the
+  // loss before the gradient) whenever the element counts agree: a view, no copy.
+  Shape shape = primary_shape(*op.attrs);
+  if (op.attrs->kind == OpKind::kSoftmax) {
+    for (const auto& s : op.attrs->output_shapes) {
+      if (product(s) > product(shape)) shape = s;
+    }
+  }
+  auto target = dims(shape);
+  I64 elems = product(shape);
+  k.run = [inner = std::move(k.run), target, elems](std::vector<torch::Tensor>& o) {
+    torch::Tensor out = inner(o);
+    if (out.defined() && out.numel() == elems) return out.reshape(target);
+    return out;
+  };
+  return k;
+}
+
+namespace {
+
+Kernel make_kernel_unshaped(const OpView& op, const torch::Device& device) {
   Builder b{op, device};
   const core::NodeAttrs& a = *op.attrs;
   switch (a.kind) {
@@ -521,5 +550,7 @@ Kernel make_kernel(const OpView& op, const torch::Device& device) {
   I64 elems = std::max<I64>(1, product(dims(primary_shape(a))));
   return copy_kernel(b, elems, true, a.op_type);
 }
+
+}  // namespace
 
 }  // namespace gopt::hardware::backend
