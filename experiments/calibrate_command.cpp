@@ -186,7 +186,7 @@ int run_calibrate(const CalibrateArgs& args, CliContext& ctx) {
     }
     std::optional<hardware::LinkFit> link;
     if (args.devices > 1) link = hardware::fit_link(m.copies);
-    auto curves = hardware::build_time_curves(m.ops);
+    auto curves = hardware::build_time_curves(m.ops, fit);
     spec = cpu_spec(fit, link, args.devices, name);
     for (auto& dev : spec.devices) {
       dev.op_type_curves = curves.op_types;

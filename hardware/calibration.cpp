@@ -213,11 +213,11 @@ RooflineFit fit_roofline(const std::vector<OpSample>& samples) {
   return fit;
 }
 
-TimeCurves build_time_curves(const std::vector<OpSample>& samples) {
+TimeCurves build_time_curves(const std::vector<OpSample>& samples, const RooflineFit& fit) {
   std::map<std::string, std::map<double, std::vector<double>>> by_type;
   std::array<std::map<double, std::vector<double>>, core::kNumOpKinds> by_kind;
   for (const auto& s : samples) {
-    double w = TimeCurve::work_of(s.kind, s.flops, static_cast<double>(s.bytes));
+    double w = predict(fit, s) - fit.launch_overhead_s;
     if (!(w > 0) || s.op_type.empty()) continue;
     by_type[s.op_type][w].push_back(s.time_s);
     by_kind[static_cast<std::size_t>(s.kind)][w].push_back(s.time_s);

@@ -65,8 +65,9 @@ struct RooflineFit {
 /// Throws InputError when there are no samples or a sample has a non-positive time.
 [[nodiscard]] RooflineFit fit_roofline(const std::vector<OpSample>& samples);
 
-/// Measured time curves (DeviceSpec::op_type_curves and kind_curves) from samples: one
-/// point per distinct work value (the median time of the samples with that value), made
+/// Measured time curves (DeviceSpec::op_type_curves and kind_curves) from samples, against
+/// their roofline work under `fit` (TimeCurve): one point per distinct work value (the
+/// median time of the samples with that value), made
 /// non-decreasing in work by isotonic regression (more work never takes less time; a dip is
 /// measurement noise).
 struct TimeCurves {
@@ -77,7 +78,8 @@ struct TimeCurves {
   FitResiduals leave_one_out;
 };
 
-[[nodiscard]] TimeCurves build_time_curves(const std::vector<OpSample>& samples);
+[[nodiscard]] TimeCurves build_time_curves(const std::vector<OpSample>& samples,
+                                           const RooflineFit& fit);
 
 /// Predicted time of one sample under a fit (the formula above).
 [[nodiscard]] Seconds predict(const RooflineFit& fit, const OpSample& sample);

@@ -86,15 +86,13 @@ Seconds CalibratedCostModel::op_time(const core::CompiledGraph& graph, core::Nod
   auto v = static_cast<std::size_t>(op);
   core::OpKind kind = graph.kind()[v];
   if (spec.no_kernel[static_cast<std::size_t>(kind)]) return 0;
-  double bytes = static_cast<double>(graph.bytes_read()[v] + graph.bytes_written()[v]);
-  double work = TimeCurve::work_of(kind, graph.flops()[v], bytes);
-  if (work > 0) {
-    auto it = spec.op_type_curves.find(graph.op_types()[v]);
-    if (it != spec.op_type_curves.end()) return it->second.at(work);
-    const TimeCurve& by_kind = spec.kind_curves[static_cast<std::size_t>(kind)];
-    if (!by_kind.empty()) return by_kind.at(work);
-  }
-  return roofline_.op_time(graph, op, device);
+  Seconds roofline = roofline_.op_time(graph, op, device);
+  double work = roofline - spec.launch_overhead_s;
+  auto it = spec.op_type_curves.find(graph.op_types()[v]);
+  if (it != spec.op_type_curves.end()) return it->second.at(work);
+  const TimeCurve& by_kind = spec.kind_curves[static_cast<std::size_t>(kind)];
+  if (!by_kind.empty()) return by_kind.at(work);
+  return roofline;
 }
 
 Seconds CalibratedCostModel::fused_time(const core::CompiledGraph& graph,

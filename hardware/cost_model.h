@@ -111,8 +111,8 @@ class RooflineCostModel final : public CostModel {
 
 /// The calibrated model: an op's time is read from the measured time curve of its op type
 /// on the device (DeviceSpec::op_type_curves), else of its kind (kind_curves), at the op's
-/// work (TimeCurve::work_of: FLOPs for matrix products and convolutions, bytes otherwise);
-/// ops with neither fall back to the roofline, and no-kernel kinds take 0. Curves capture
+/// roofline work (the roofline time without launch overhead, see TimeCurve); ops with
+/// neither fall back to the roofline, and no-kernel kinds take 0. Curves capture
 /// what one roofline per kind cannot on a CPU: cache effects that make time non-linear in
 /// size and very different kernels under one kind (tanh vs add). Fused kernels and links
 /// are costed as by the roofline.

@@ -69,12 +69,6 @@ Seconds TimeCurve::at(double w) const {
   return std::exp(std::log(t0) + f * (std::log(t1) - std::log(t0)));
 }
 
-double TimeCurve::work_of(core::OpKind kind, double flops, double bytes) {
-  bool compute = kind == core::OpKind::kMatMul || kind == core::OpKind::kConv ||
-                 kind == core::OpKind::kRecurrent;
-  return compute && flops > 0 ? flops : bytes;
-}
-
 LinkSpec::LinkSpec(std::string end_a, std::string end_b)
     : a(std::move(end_a)), b(std::move(end_b)) {
   name = a + "-" + b;

@@ -40,20 +40,20 @@ struct Provenance {
   std::string notes;                 ///< fitted constants, caveats
 };
 
-/// Measured time of one op type (or kind) as a function of its work: FLOPs for matrix
-/// products, convolutions and recurrent layers, bytes read + written for everything else
-/// (see TimeCurve::work_of). Points are sorted by strictly increasing work. Between points the
-/// time is interpolated linearly in log-log space; below the first point it is the first
-/// time (launch-bound), above the last it grows in proportion to work (throughput-bound).
+/// Measured time of one op type (or kind) as a function of its *roofline work*: the time
+/// the device's roofline (peak, bandwidth, per-kind efficiencies, without the launch
+/// overhead) gives the op, so the curve corrects the roofline per op type rather than
+/// replacing it (one number carries both FLOPs and bytes). Points are sorted by strictly
+/// increasing work. Between points the time is interpolated linearly in log-log space;
+/// below the first point it is the first time (launch-bound), above the last it grows in
+/// proportion to work (throughput-bound).
 struct TimeCurve {
-  std::vector<double> work;     ///< FLOPs or bytes, > 0, strictly increasing
+  std::vector<double> work;     ///< roofline seconds, > 0, strictly increasing
   std::vector<Seconds> time_s;  ///< measured seconds per op, >= 0
 
   [[nodiscard]] bool empty() const { return work.empty(); }
   /// The interpolated time at `w`.
   [[nodiscard]] Seconds at(double w) const;
-  /// The work measure of an op of `kind` with `flops` FLOPs and `bytes` bytes moved.
-  [[nodiscard]] static double work_of(core::OpKind kind, double flops, double bytes);
   bool operator==(const TimeCurve& o) const { return work == o.work && time_s == o.time_s; }
 };
 

@@ -96,7 +96,12 @@ TEST(CalibrationTest, TimeCurvesInterpolateLogLogAndStayMonotone) {
                                    {OpKind::kElementwise, 0, 200, 1e-6, "Tanh", ""},  // a dip
                                    {OpKind::kElementwise, 0, 400, 5e-6, "Tanh", ""},
                                    {OpKind::kElementwise, 0, 100, 1e-6, "AddV2", ""}};
-  TimeCurves curves = build_time_curves(samples);
+  RooflineFit unit;  // work = max(flops, bytes): peak, bandwidth and efficiencies 1, no launch
+  unit.peak_flops_per_s = 1;
+  unit.memory_bandwidth_bytes_per_s = 1;
+  unit.compute_efficiency.fill(1.0);
+  unit.memory_efficiency.fill(1.0);
+  TimeCurves curves = build_time_curves(samples, unit);
   ASSERT_EQ(curves.op_types.count("Tanh"), 1u);
   const TimeCurve& tanh = curves.op_types.at("Tanh");
   EXPECT_EQ(tanh.work, (std::vector<double>{100, 200, 400}));
@@ -124,9 +129,11 @@ Cluster measured_cluster() {
         .launch_overhead(2e-6)
         .efficiency(OpKind::kConv, 0.5, 0.25)
         .without_kernel(OpKind::kReshape);
-    dev.op_type_curves["MatMul"] = TimeCurve{{1e6, 1e8}, {2e-5, 2e-3}};
+    // Against roofline work (seconds): MatMul takes 1e-5 .. 1e-3 s at 2e-5 .. 2e-3 s of
+    // work; the elementwise kind 1e-6 .. 1e-4 s at 1e-7 .. 1e-5 s.
+    dev.op_type_curves["MatMul"] = TimeCurve{{2e-5, 2e-3}, {1e-5, 1e-3}};
     dev.kind_curves[static_cast<std::size_t>(OpKind::kElementwise)] =
-        TimeCurve{{1e3, 1e6}, {1e-6, 1e-4}};
+        TimeCurve{{1e-7, 1e-5}, {1e-6, 1e-4}};
     spec.add_device(dev);
   }
   spec.add_switch("host_memory");
@@ -159,12 +166,10 @@ TEST(CalibrationTest, MalformedTimeCurvesNameTheField) {
     return s.replace(at, from.size(), to);
   };
   EXPECT_ERROR_CONTAINS(
-      parse_profile_yaml(replace("work: [1000000.0, 100000000.0]", "work: [1000000.0]"),
-                         "bad.yaml"),
+      parse_profile_yaml(replace("work: [2e-05, 0.002]", "work: [2e-05]"), "bad.yaml"),
       "time_curves.MatMul");
   EXPECT_ERROR_CONTAINS(
-      parse_profile_yaml(
-          replace("work: [1000000.0, 100000000.0]", "work: [100000000.0, 1000000.0]"), "bad.yaml"),
+      parse_profile_yaml(replace("work: [2e-05, 0.002]", "work: [0.002, 2e-05]"), "bad.yaml"),
       "strictly increasing");
   EXPECT_ERROR_CONTAINS(
       parse_profile_yaml(replace("kind:elementwise", "kind:elementwize"), "bad.yaml"),
@@ -181,10 +186,12 @@ TEST(CalibrationTest, CalibratedCostModelPrefersOpTypeThenKindCurves) {
   b.add("conv", "Conv2D").flops(1e8).bytes_read(1e6).bytes_written(1e6).output_bytes(1e6);
   b.add("reshape", "Reshape").output_bytes(1e6);
   auto g = core::CompiledGraph::compile(std::move(b).build());
-  // MatMul: its own curve at 1e7 FLOPs, the log-log midpoint of (1e6, 2e-5) and (1e8, 2e-3).
-  EXPECT_NEAR(model->op_time(g, 0, 0), 2e-4, 1e-12);
-  // Tanh: the elementwise kind's curve at 1e4 bytes: midpoint of (1e3, 1e-6), (1e6, 1e-4).
-  EXPECT_NEAR(model->op_time(g, 1, 1), 1e-6 * std::pow(100.0, 1.0 / 3.0), 1e-12);
+  // MatMul: roofline work max(1e7 / 5e10, 200 / 2e10) = 2e-4 s, the log-log midpoint of its
+  // own curve's (2e-5, 1e-5) and (2e-3, 1e-3): 1e-4 s.
+  EXPECT_NEAR(model->op_time(g, 0, 0), 1e-4, 1e-12);
+  // Tanh: no curve of its own; work max(4e4 / 5e10, 1e4 / 2e10) = 8e-7 s on the elementwise
+  // kind's curve (1e-7, 1e-6) .. (1e-5, 1e-4), of slope 1 in log-log: 8e-6 s.
+  EXPECT_NEAR(model->op_time(g, 1, 1), 8e-6, 1e-12);
   // Conv2D: no curve, the roofline: 2 us + 1e8 / (5e10 * 0.5).
   EXPECT_NEAR(model->op_time(g, 2, 0), 2e-6 + 1e8 / 2.5e10, 1e-12);
   EXPECT_EQ(model->op_time(g, 3, 0), 0);
