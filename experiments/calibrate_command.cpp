@@ -192,7 +192,19 @@ int run_calibrate(const CalibrateArgs& args, CliContext& ctx) {
       dev.op_type_curves = curves.op_types;
       dev.kind_curves = curves.kinds;
     }
-    notes = fit_notes(fit, link) + " Time curves of " + std::to_string(curves.op_types.size()) +
+    char parallel[320] = "";
+    if (args.devices > 1) {
+      std::snprintf(parallel, sizeof parallel,
+                    " Two independent chains ran %.2fx as fast on two workers as on one%s.",
+                    m.parallel_speedup,
+                    m.parallel_speedup < 1.5 ? " (the workers shared a processor: other load "
+                                               "on this machine; multi-device times are not "
+                                               "representative)"
+                                             : "");
+      summary["parallel_speedup"] = m.parallel_speedup;
+    }
+    notes = fit_notes(fit, link) + parallel + " Time curves of " +
+            std::to_string(curves.op_types.size()) +
             " op types (the calibrated cost model uses them): leave-one-out interpolation error "
             "rms " +
             pct(curves.leave_one_out.rms_rel_error) + ", max " +
@@ -264,6 +276,14 @@ int run_calibrate(const CalibrateArgs& args, CliContext& ctx) {
     }
   }
   out << "fit:      " << notes << "\n";
+  if (summary.contains("parallel_speedup") && summary["parallel_speedup"].get<double>() < 1.5) {
+    char speedup[32];
+    std::snprintf(speedup, sizeof speedup, "%.2f", summary["parallel_speedup"].get<double>());
+    ctx.err << "gopt calibrate: warning: two workers ran only " << speedup
+            << "x as fast as one on independent work: this machine does not give them a "
+               "processor each now (other processes), so multi-device measurements will "
+               "not match a simulator that runs devices in parallel\n";
+  }
   return kExitOk;
 }
 

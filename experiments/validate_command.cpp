@@ -145,6 +145,7 @@ struct Case {
   std::uint64_t seed = 0;
   simulator::SimulationResult sim;
   std::vector<double> step_times_s;
+  std::vector<double> cpu_shares;
   double spread = 0;
   std::int32_t proxy_ops = 0;
   std::int64_t num_nodes = 0;
@@ -214,6 +215,7 @@ int run_validate(const ValidateArgs& args, CliContext& ctx) {
             graph, c.decision,
             hardware::backend::ExecutionOptions().warmup(args.warmup).timed(args.steps));
         c.step_times_s.insert(c.step_times_s.end(), r.step_times_s.begin(), r.step_times_s.end());
+        c.cpu_shares.push_back(r.cpu_share);
         c.proxy_ops = r.num_proxy_ops;
         if (!args.ops_csv.empty() && round == 0) {
           for (core::NodeId v = 0; v < cg.num_nodes(); ++v) {
@@ -246,8 +248,13 @@ int run_validate(const ValidateArgs& args, CliContext& ctx) {
   auto summary = hardware::summarize_validation(plain);
   double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::vector<double> spreads;
-  for (const auto& c : cases) spreads.push_back(c.spread);
+  std::vector<double> shares;
+  for (const auto& c : cases) {
+    spreads.push_back(c.spread);
+    shares.push_back(median(c.cpu_shares));
+  }
   double median_spread = median(spreads);
+  double median_share = median(shares);
 
   if (!args.out.empty()) {
     Hdf5Sink sink(args.out, Hdf5SinkOptions().mode(args.overwrite ? OpenMode::kOverwrite
@@ -308,6 +315,7 @@ int run_validate(const ValidateArgs& args, CliContext& ctx) {
     j["cases"] = summary.cases;
     j["graphs"] = summary.graphs;
     j["median_spread"] = median_spread;
+    j["median_cpu_share"] = median_share;
     j["proxy_ops"] = proxy_total;
     j["profile"] = args.profile;
     j["backend"] = backend->describe();
@@ -318,7 +326,8 @@ int run_validate(const ValidateArgs& args, CliContext& ctx) {
                                {"measured_s", c.c.measured_s},
                                {"simulated_s", c.c.simulated_s},
                                {"pct_error", c.c.pct_error()},
-                               {"spread", c.spread}});
+                               {"spread", c.spread},
+                               {"cpu_share", median(c.cpu_shares)}});
     }
     ctx.out << j.dump() << "\n";
     return kExitOk;
@@ -327,15 +336,15 @@ int run_validate(const ValidateArgs& args, CliContext& ctx) {
   out << "backend: " << backend->describe() << "; profile: " << args.profile << " ("
       << cluster.name() << ")\n\n";
   char line[512];
-  std::snprintf(line, sizeof line, "%-40s %-16s %12s %12s %8s %7s\n", "graph", "decision",
-                "measured", "simulated", "error", "noise");
+  std::snprintf(line, sizeof line, "%-40s %-16s %12s %12s %8s %7s %5s\n", "graph", "decision",
+                "measured", "simulated", "error", "noise", "cpu");
   out << line;
   for (const auto& c : cases) {
     std::string g = c.c.graph.size() > 40 ? c.c.graph.substr(0, 37) + "..." : c.c.graph;
-    std::snprintf(line, sizeof line, "%-40s %-16s %12s %12s %8s %6.1f%%\n", g.c_str(),
+    std::snprintf(line, sizeof line, "%-40s %-16s %12s %12s %8s %6.1f%% %4.0f%%\n", g.c_str(),
                   c.c.decision.c_str(), core::format_seconds(c.c.measured_s).c_str(),
                   core::format_seconds(c.c.simulated_s).c_str(), pct(c.c.pct_error()).c_str(),
-                  100 * c.spread);
+                  100 * c.spread, 100 * median(c.cpu_shares));
     out << line;
   }
   std::snprintf(line, sizeof line,
@@ -346,8 +355,9 @@ int run_validate(const ValidateArgs& args, CliContext& ctx) {
                 summary.mean_graph_kendall_tau);
   out << line;
   std::snprintf(line, sizeof line,
-                "noise: median (max - min) / median of a case's measured steps %.1f%%\n",
-                100 * median_spread);
+                "noise: median (max - min) / median of a case's measured steps %.1f%%; the "
+                "busiest worker had its CPU %.0f%% of a step (median; 100%% on an idle machine)\n",
+                100 * median_spread, 100 * median_share);
   out << line;
   if (proxy_total > 0) {
     out << "proxy kernels (same FLOPs and bytes, another kernel): " << proxy_total << " ops:";

@@ -94,6 +94,10 @@ struct ExecutionResult {
   /// Ops run as a documented proxy (same FLOPs and bytes, another kernel), by op type.
   std::map<std::string, std::int32_t> proxy_ops;
   std::int32_t num_proxy_ops = 0;
+  /// Median over the timed steps of the busiest worker's CPU time over the step's wall time
+  /// (CPU backend): 1 when no other process took its CPU, 0.5 when it ran half of the step.
+  /// Below 1 the measured step time includes waiting for a CPU: the machine is shared.
+  double cpu_share = 0;
 
   /// (max - min) / median of the timed steps: the run-to-run noise.
   [[nodiscard]] double spread() const;

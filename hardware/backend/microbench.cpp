@@ -211,6 +211,32 @@ CalibrationMeasurements measure_for_calibration(Backend& backend,
     }
   }
   if (backend.num_devices() < 2) return m;
+  {
+    // Parallelism: two independent chains of 64 ops, both on device 0 or one per device.
+    MicrobenchOp tanh = op("Tanh", {65536}, kTranscendental * 65536, {65536 * 4});
+    core::GraphBuilder b("calibration/parallel");
+    for (int chain = 0; chain < 2; ++chain) {
+      core::NodeId prev = -1;
+      for (int i = 0; i < 64; ++i) {
+        std::string name = "c" + std::to_string(chain) + "/op" + std::to_string(i);
+        core::NodeId v = b.add(name, tanh.op_type).output(tanh.output).flops(tanh.flops);
+        if (prev >= 0) b.control(prev, v);
+        prev = v;
+      }
+    }
+    core::Graph g = std::move(b).build();
+    core::Decision one, two;
+    two.placement = std::vector<DeviceId>(128, 0);
+    for (std::size_t i = 64; i < 128; ++i) (*two.placement)[i] = 1;
+    std::vector<double> ratios;
+    for (int round = 0; round < std::max(1, options.rounds); ++round) {
+      double t1 = backend.execute(g, one, exec).step_time_s;
+      double t2 = backend.execute(g, two, exec).step_time_s;
+      if (t2 > 0) ratios.push_back(t1 / t2);
+    }
+    std::sort(ratios.begin(), ratios.end());
+    m.parallel_speedup = ratios.empty() ? 0 : ratios[ratios.size() / 2];
+  }
   // Copies: a chain of ops alternating between devices 0 and 1, each consuming the previous
   // one's `bytes` output, against the same chain on one device. The difference per hop is
   // what a cross-device edge costs inside a graph: the copy and the handoff to a worker that

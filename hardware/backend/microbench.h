@@ -49,6 +49,10 @@ struct MicrobenchOptions {
 struct CalibrationMeasurements {
   std::vector<OpSample> ops;
   std::vector<CopySample> copies;  ///< empty with one device
+  /// Two independent chains on devices 0 and 1 against both on device 0 (time on one over
+  /// time on two): 2 when the devices really run in parallel, about 1 when they share one
+  /// processor (a CPU machine busy with other work). 0 with one device.
+  double parallel_speedup = 0;
 };
 
 /// One microbenchmark: a single op of `op_type` with an output shape, FLOPs and the bytes

@@ -23,6 +23,7 @@
 #include <malloc.h>
 #endif
 #include <dlfcn.h>
+#include <time.h>
 
 #include "core/errors.h"
 #include "hardware/backend/backend.h"
@@ -33,6 +34,13 @@ namespace gopt::hardware::backend {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+/// CPU time consumed by the calling thread, seconds.
+double thread_cpu_seconds() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -281,6 +289,8 @@ ExecutionResult TorchBackend::execute(const core::Graph& graph, const core::Deci
   std::vector<double> op_start(num_ops), op_end(num_ops), copy_start(num_copies),
       copy_end(num_copies);
   std::vector<std::vector<double>> op_samples(num_ops);
+  std::vector<double> worker_cpu(devices, 0.0);
+  std::vector<double> cpu_shares;
   std::atomic<std::int32_t> generation{0};
   std::atomic<std::int32_t> finished{0};
   std::atomic<bool> stop{false};
@@ -313,6 +323,7 @@ ExecutionResult TorchBackend::execute(const core::Graph& graph, const core::Deci
       }
       if (stop.load()) return;
       seen = generation.load(std::memory_order_acquire);
+      const double cpu_at_start = thread_cpu_seconds();
       try {
         for (std::int32_t done = 0; done < my_tasks;) {
           Task t{};
@@ -351,6 +362,7 @@ ExecutionResult TorchBackend::execute(const core::Graph& graph, const core::Deci
       }
       {
         std::lock_guard<std::mutex> lock(step_mutex);
+        worker_cpu[static_cast<std::size_t>(d)] = thread_cpu_seconds() - cpu_at_start;
         finished.fetch_add(1, std::memory_order_acq_rel);
       }
       step_cv.notify_all();
@@ -387,6 +399,13 @@ ExecutionResult TorchBackend::execute(const core::Graph& graph, const core::Deci
     for (double e : op_end) end = std::max(end, e);
     for (double e : copy_end) end = std::max(end, e);
     result.step_times_s.push_back(end);
+    // The busiest worker's CPU time over the step's wall time: 1 when it was never
+    // preempted, lower when other processes took its CPU.
+    double busiest = 0;
+    for (std::size_t d = 0; d < devices; ++d) {
+      if (plan.tasks_on[d] > 0) busiest = std::max(busiest, worker_cpu[d]);
+    }
+    if (end > 0) cpu_shares.push_back(std::min(1.0, busiest / end));
     for (std::size_t i = 0; i < num_ops; ++i) {
       op_samples[i].push_back(plan.kernels[i].no_work ? 0.0 : op_end[i] - op_start[i]);
     }
@@ -409,6 +428,7 @@ ExecutionResult TorchBackend::execute(const core::Graph& graph, const core::Deci
   }
 
   result.step_time_s = median(result.step_times_s);
+  result.cpu_share = median(cpu_shares);
   result.op_time_s.resize(num_ops);
   for (std::size_t i = 0; i < num_ops; ++i) result.op_time_s[i] = median(op_samples[i]);
   result.num_copies = static_cast<std::int32_t>(num_copies);
