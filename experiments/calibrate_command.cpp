@@ -117,7 +117,8 @@ std::string fit_notes(const hardware::RooflineFit& fit,
     n += " Copy fit over " + std::to_string(link->residuals.samples) + " copies: latency " +
          core::format_seconds(link->latency_s) + ", bandwidth " +
          core::format_bytes(link->bandwidth_bytes_per_s) + "/s, rms " +
-         pct(link->residuals.rms_rel_error) + ", max " + pct(link->residuals.max_rel_error) + ".";
+         pct(link->residuals.rms_rel_error) + ", max " + pct(link->residuals.max_rel_error) +
+         (link->degenerate ? " (times did not grow with size: not a least-squares fit)" : "") + ".";
   }
   return n;
 }
@@ -185,7 +186,21 @@ int run_calibrate(const CalibrateArgs& args, CliContext& ctx) {
       core::write_text_file_atomic(args.samples, csv);
     }
     std::optional<hardware::LinkFit> link;
-    if (args.devices > 1) link = hardware::fit_link(m.copies);
+    if (args.devices > 1) {
+      try {
+        link = hardware::fit_link(m.copies);
+      } catch (const core::InputError& e) {
+        // Every copy drowned in noise (a loaded machine, --quick): keep the profile usable
+        // with copies at the fitted memory bandwidth and no latency, and say so.
+        ctx.err << "gopt calibrate: warning: " << e.what()
+                << "; copies are costed at the memory bandwidth\n";
+        link = hardware::LinkFit{0, fit.memory_bandwidth_bytes_per_s, {}, true};
+      }
+      if (link->degenerate) {
+        ctx.err << "gopt calibrate: warning: copy times did not grow with size (noise); "
+                   "latency and bandwidth taken from the smallest and largest copies\n";
+      }
+    }
     auto curves = hardware::build_time_curves(m.ops, fit);
     spec = cpu_spec(fit, link, args.devices, name);
     for (auto& dev : spec.devices) {

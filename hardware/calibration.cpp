@@ -292,14 +292,26 @@ LinkFit fit_link(const std::vector<CopySample>& samples) {
   double det = sw * sxx - sx * sx;
   double slope = (sw * sxy - sx * sy) / det;
   double intercept = (sy - slope * sx) / sw;
-  if (!(slope > 0)) {
-    throw core::InputError("calibration", "copies",
-                           "the copy times do not grow with size (fitted " + std::to_string(slope) +
-                               " s/byte): too noisy to fit a bandwidth");
-  }
   LinkFit fit;
-  fit.latency_s = std::max(0.0, intercept);
-  fit.bandwidth_bytes_per_s = 1.0 / slope;
+  if (slope > 0) {
+    fit.latency_s = std::max(0.0, intercept);
+    fit.bandwidth_bytes_per_s = 1.0 / slope;
+  } else {
+    // Times that do not grow with size (noise swamped the copies): the smallest copies'
+    // median time is the latency and the largest copies' median rate the bandwidth.
+    auto median_at = [&](Bytes b) {
+      std::vector<double> t;
+      for (const auto& c : samples) {
+        if (c.bytes == b) t.push_back(c.time_s);
+      }
+      std::sort(t.begin(), t.end());
+      return t[t.size() / 2];
+    };
+    Bytes largest = sizes.rbegin()->first;
+    fit.latency_s = median_at(sizes.begin()->first);
+    fit.bandwidth_bytes_per_s = static_cast<double>(largest) / median_at(largest);
+    fit.degenerate = true;
+  }
   for (const auto& s : samples) {
     double pred = fit.latency_s + static_cast<double>(s.bytes) / fit.bandwidth_bytes_per_s;
     add_residual(fit.residuals, (pred - s.time_s) / s.time_s);

@@ -89,10 +89,14 @@ struct LinkFit {
   Seconds latency_s = 0;
   BytesPerSecond bandwidth_bytes_per_s = 0;
   FitResiduals residuals;
+  /// The times did not grow with size (noise): latency is the smallest copies' median time
+  /// and bandwidth the largest copies' median rate instead of a least-squares fit.
+  bool degenerate = false;
 };
 
-/// Fits `time = latency + bytes / bandwidth` by least squares on relative error. Throws
-/// InputError for fewer than two distinct sizes or a non-positive fitted bandwidth.
+/// Fits `time = latency + bytes / bandwidth` by least squares on relative error (see
+/// LinkFit::degenerate when the slope is not positive). Throws InputError for fewer than
+/// two distinct sizes.
 [[nodiscard]] LinkFit fit_link(const std::vector<CopySample>& samples);
 
 /// Writes a cluster spec as profile YAML (docs/hardware-profiles.md) that

@@ -76,6 +76,12 @@ TEST(CalibrationTest, LinkFitRecoversLatencyAndBandwidth) {
   EXPECT_NEAR(fit.latency_s, 3e-6, 1e-9);
   EXPECT_NEAR(fit.bandwidth_bytes_per_s, 8e9, 1e6);
   EXPECT_LT(fit.residuals.max_rel_error, 1e-6);
+  EXPECT_FALSE(fit.degenerate);
+  // Noise that makes bigger copies faster: the smallest copies' time and the largest's rate.
+  LinkFit noisy = fit_link({{4096, 5e-6}, {4096, 7e-6}, {65536, 3e-6}, {1 << 20, 1e-6}});
+  EXPECT_TRUE(noisy.degenerate);
+  EXPECT_NEAR(noisy.latency_s, 7e-6, 1e-12);  // the upper median of two
+  EXPECT_NEAR(noisy.bandwidth_bytes_per_s, (1 << 20) / 1e-6, 1);
 }
 
 TEST(CalibrationTest, BadMeasurementsAreInputErrors) {
