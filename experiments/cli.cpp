@@ -28,6 +28,8 @@ std::unique_ptr<CLI::App> build_cli(CliContext& context) {
   add_run_command(*app, context);
   add_table_command(*app, context);
   add_compare_command(*app, context);
+  add_calibrate_command(*app, context);
+  add_validate_command(*app, context);
   return app;
 }
 

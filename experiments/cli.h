@@ -53,4 +53,10 @@ void add_table_command(CLI::App& app, CliContext& context);
 /// Registers `gopt compare` (compare_command.cpp).
 void add_compare_command(CLI::App& app, CliContext& context);
 
+/// Registers `gopt calibrate` (calibrate_command.cpp).
+void add_calibrate_command(CLI::App& app, CliContext& context);
+
+/// Registers `gopt validate` (validate_command.cpp).
+void add_validate_command(CLI::App& app, CliContext& context);
+
 }  // namespace gopt::experiments

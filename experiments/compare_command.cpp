@@ -50,7 +50,8 @@ int run_compare(CompareArgs args, CliContext& ctx) {
   }
   for (const auto& a : args.agents) (void)registry.info(a, "--agent");  // fail early
   auto cluster = hardware::load_profile(args.hardware);
-  hardware::RooflineCostModel cost(cluster);
+  auto cost_model = hardware::make_cost_model(cluster);  // calibrated when the profile is measured
+  const hardware::CostModel& cost = *cost_model;
   const bool csv = args.format == "csv";
   const char* sep = csv ? "," : " | ";
   ctx.out << (csv ? "" : "| ") << "graph" << sep << "nodes" << sep << "lower bound (ms)";

@@ -37,8 +37,10 @@ const std::vector<PlannedComponent>& planned_agents() {
 
 const std::vector<PlannedComponent>& planned_validation_backends() {
   static const std::vector<PlannedComponent> kPlanned = {
-      {"cpu", "LibTorch CPU backend: worker threads as devices"},
-      {"cuda", "LibTorch CUDA backend: one stream per GPU"},
+      // Implemented (hardware/backend), but run by `gopt validate`, not by the runner: a
+      // validation needs the measured profile of the machine it runs on.
+      {"cpu", "LibTorch CPU backend (worker threads as devices): run `gopt validate`"},
+      {"cuda", "LibTorch CUDA backend (one worker per GPU): run `gopt validate --backend cuda`"},
   };
   return kPlanned;
 }

@@ -305,6 +305,11 @@ RunResult read_result(const std::string& file, hid_t group, const std::string& n
   r.bytes_moved = a.int64("bytes_moved");
   r.wall_s = a.number("wall_s");
   r.samples = a.int64("samples");
+  if (a.has("measured_step_time_s")) {  // validation results only
+    r.measured_step_time_s = a.number("measured_step_time_s");
+    r.measured_backend = a.string("measured_backend");
+    r.measured_spread = a.number("measured_spread");
+  }
   try {
     auto options = nlohmann::json::parse(a.string("options"));
     for (auto it = options.begin(); it != options.end(); ++it) {
@@ -516,6 +521,11 @@ void Hdf5Sink::write(const RunResult& r) {
   w.attr("wall_s", r.wall_s);
   w.attr("samples", r.samples);
   w.attr("options", nlohmann::json(r.options).dump());
+  if (r.measured_step_time_s >= 0) {
+    w.attr("measured_step_time_s", r.measured_step_time_s);
+    w.attr("measured_backend", r.measured_backend);
+    w.attr("measured_spread", r.measured_spread);
+  }
 
   auto group = [&](const char* sub) {
     return check(H5Gcreate2(g.get(), sub, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose, file,

@@ -53,6 +53,12 @@ struct RunResult {
   std::vector<std::int64_t> device_peak_memory_bytes;      ///< per device, bytes
   std::vector<agents::LearningCurvePoint> learning_curve;  ///< one point per update
   std::map<std::string, std::string> options;  ///< the agent's options as given in the config
+  /// Simulator validation (`gopt validate`): the decision's step time measured on a real
+  /// backend, seconds (median of the timed steps); < 0 when not measured. Then
+  /// best_step_time_s is the simulated time of the same decision.
+  double measured_step_time_s = -1;
+  std::string measured_backend;  ///< the backend that measured it ("cpu: 2 worker threads ...")
+  double measured_spread = 0;    ///< (max - min) / median of the measured steps (noise)
 };
 
 /// Facts about a run, written once when it starts (file attributes in HDF5).

@@ -18,6 +18,7 @@
 #include "experiments/cli.h"
 #include "experiments/config.h"
 #include "experiments/hdf5_sink.h"
+#include "experiments/machine_info.h"
 #include "experiments/runner.h"
 #include "experiments/version.h"
 
@@ -69,21 +70,6 @@ struct RunArgs {
   int jobs = 1;
   double heartbeat_s = 30;
 };
-
-std::string utc_now() {
-  std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-std::string host_name() {
-  char buf[256] = {};
-  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
-  return buf;
-}
 
 std::string quote(const std::string& s) {
   if (s.find_first_of(" '\"$\\") == std::string::npos) return s;

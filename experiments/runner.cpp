@@ -325,7 +325,7 @@ struct Shared {
   const ExperimentConfig& config;
   agents::AgentRegistry registry;
   hardware::Cluster cluster;
-  std::unique_ptr<hardware::RooflineCostModel> cost;
+  std::unique_ptr<hardware::CostModel> cost;
   std::map<std::string, core::CompiledGraph> graphs;  // by workload label
 };
 
@@ -532,7 +532,9 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
   }
   for (const auto& b : config.validation.backends) {
     say("gopt: skipping simulator validation on backend '" + b +
-        "': planned, not implemented in this build yet");
+        "': `gopt run` only simulates; measure with `gopt validate --profile PROFILE.yaml "
+        "--backend " +
+        b + "` on a profile from `gopt calibrate` (docs/hardware-backend.md)");
   }
   if (summary.already_done > 0) {
     say("gopt: resuming: " + std::to_string(summary.already_done) + " of " +
@@ -541,7 +543,7 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
 
   Shared shared{config, {}, hardware::load_profile(config.hardware), nullptr, {}};
   agents::register_builtin_agents(shared.registry);
-  shared.cost = std::make_unique<hardware::RooflineCostModel>(shared.cluster);
+  shared.cost = hardware::make_cost_model(shared.cluster);  // calibrated for measured profiles
   datasets::WorkloadRegistry workloads;
   datasets::register_builtin_workloads(workloads);
   for (const auto& w : config.workloads) {

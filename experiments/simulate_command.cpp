@@ -113,7 +113,8 @@ int run_simulate(SimulateArgs args, CliContext& ctx) {
   load.onnx_training = args.training;
   auto graph = core::CompiledGraph::compile(datasets::load_graph(args.graph, workloads, load));
   auto cluster = hardware::load_profile(args.hardware);
-  hardware::RooflineCostModel cost(cluster);
+  auto cost_model = hardware::make_cost_model(cluster);  // calibrated when the profile is measured
+  const hardware::CostModel& cost = *cost_model;
 
   core::Decision decision;
   std::string decision_source = "--placement";

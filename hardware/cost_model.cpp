@@ -77,4 +77,41 @@ LinkCost RooflineCostModel::link_cost(LinkId link) const {
   return LinkCost{spec.latency_s, 1.0 / spec.bandwidth_bytes_per_s};
 }
 
+CalibratedCostModel::CalibratedCostModel(const Cluster& cluster, RooflineOptions options)
+    : CostModel(cluster), roofline_(cluster, options) {}
+
+Seconds CalibratedCostModel::op_time(const core::CompiledGraph& graph, core::NodeId op,
+                                     DeviceId device) const {
+  const DeviceSpec& spec = cluster().device(device);
+  auto v = static_cast<std::size_t>(op);
+  core::OpKind kind = graph.kind()[v];
+  if (spec.no_kernel[static_cast<std::size_t>(kind)]) return 0;
+  Seconds roofline = roofline_.op_time(graph, op, device);
+  double work = roofline - spec.launch_overhead_s;
+  auto it = spec.op_type_curves.find(graph.op_types()[v]);
+  if (it != spec.op_type_curves.end()) return it->second.at(work);
+  const TimeCurve& by_kind = spec.kind_curves[static_cast<std::size_t>(kind)];
+  if (!by_kind.empty()) return by_kind.at(work);
+  return roofline;
+}
+
+Seconds CalibratedCostModel::fused_time(const core::CompiledGraph& graph,
+                                        const core::NodeId* members, std::size_t count,
+                                        Bytes memory_traffic_bytes, DeviceId device) const {
+  return roofline_.fused_time(graph, members, count, memory_traffic_bytes, device);
+}
+
+LinkCost CalibratedCostModel::link_cost(LinkId link) const { return roofline_.link_cost(link); }
+
+std::unique_ptr<CostModel> make_cost_model(const Cluster& cluster) {
+  for (DeviceId d = 0; d < cluster.num_devices(); ++d) {
+    const auto& spec = cluster.device(d);
+    bool curves = !spec.op_type_curves.empty() ||
+                  std::any_of(spec.kind_curves.begin(), spec.kind_curves.end(),
+                              [](const TimeCurve& c) { return !c.empty(); });
+    if (curves) return std::make_unique<CalibratedCostModel>(cluster);
+  }
+  return std::make_unique<RooflineCostModel>(cluster);
+}
+
 }  // namespace gopt::hardware

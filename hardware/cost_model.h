@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -107,5 +108,32 @@ class RooflineCostModel final : public CostModel {
  private:
   core::DType dtype_;
 };
+
+/// The calibrated model: an op's time is read from the measured time curve of its op type
+/// on the device (DeviceSpec::op_type_curves), else of its kind (kind_curves), at the op's
+/// roofline work (the roofline time without launch overhead, see TimeCurve); ops with
+/// neither fall back to the roofline, and no-kernel kinds take 0. Curves capture
+/// what one roofline per kind cannot on a CPU: cache effects that make time non-linear in
+/// size and very different kernels under one kind (tanh vs add). Fused kernels and links
+/// are costed as by the roofline.
+class CalibratedCostModel final : public CostModel {
+ public:
+  explicit CalibratedCostModel(const Cluster& cluster, RooflineOptions options = {});
+
+  [[nodiscard]] std::string name() const override { return "calibrated"; }
+  [[nodiscard]] Seconds op_time(const core::CompiledGraph& graph, core::NodeId op,
+                                DeviceId device) const override;
+  [[nodiscard]] Seconds fused_time(const core::CompiledGraph& graph, const core::NodeId* members,
+                                   std::size_t count, Bytes memory_traffic_bytes,
+                                   DeviceId device) const override;
+  [[nodiscard]] LinkCost link_cost(LinkId link) const override;
+
+ private:
+  RooflineCostModel roofline_;
+};
+
+/// The cost model a profile calls for: CalibratedCostModel when some device has measured
+/// time curves (a `gopt calibrate` profile), RooflineCostModel otherwise.
+[[nodiscard]] std::unique_ptr<CostModel> make_cost_model(const Cluster& cluster);
 
 }  // namespace gopt::hardware

@@ -1,5 +1,8 @@
 #include "hardware/device_spec.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include <utility>
 
 namespace gopt::hardware {
@@ -51,7 +54,19 @@ bool DeviceSpec::same_numbers(const DeviceSpec& other) const {
          memory_capacity_bytes == other.memory_capacity_bytes &&
          launch_overhead_s == other.launch_overhead_s && compute_streams == other.compute_streams &&
          compute_efficiency == other.compute_efficiency &&
-         memory_efficiency == other.memory_efficiency && no_kernel == other.no_kernel;
+         memory_efficiency == other.memory_efficiency && no_kernel == other.no_kernel &&
+         op_type_curves == other.op_type_curves && kind_curves == other.kind_curves;
+}
+
+Seconds TimeCurve::at(double w) const {
+  if (work.empty()) return 0;
+  if (w <= work.front()) return time_s.front();
+  if (w >= work.back()) return time_s.back() * w / work.back();
+  auto hi = static_cast<std::size_t>(std::upper_bound(work.begin(), work.end(), w) - work.begin());
+  std::size_t lo = hi - 1;
+  double t0 = std::max(time_s[lo], 1e-12), t1 = std::max(time_s[hi], 1e-12);
+  double f = std::log(w / work[lo]) / std::log(work[hi] / work[lo]);
+  return std::exp(std::log(t0) + f * (std::log(t1) - std::log(t0)));
 }
 
 LinkSpec::LinkSpec(std::string end_a, std::string end_b)

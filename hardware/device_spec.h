@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,23 @@ struct Provenance {
   std::string notes;                 ///< fitted constants, caveats
 };
 
+/// Measured time of one op type (or kind) as a function of its *roofline work*: the time
+/// the device's roofline (peak, bandwidth, per-kind efficiencies, without the launch
+/// overhead) gives the op, so the curve corrects the roofline per op type rather than
+/// replacing it (one number carries both FLOPs and bytes). Points are sorted by strictly
+/// increasing work. Between points the time is interpolated linearly in log-log space;
+/// below the first point it is the first time (launch-bound), above the last it grows in
+/// proportion to work (throughput-bound).
+struct TimeCurve {
+  std::vector<double> work;     ///< roofline seconds, > 0, strictly increasing
+  std::vector<Seconds> time_s;  ///< measured seconds per op, >= 0
+
+  [[nodiscard]] bool empty() const { return work.empty(); }
+  /// The interpolated time at `w`.
+  [[nodiscard]] Seconds at(double w) const;
+  bool operator==(const TimeCurve& o) const { return work == o.work && time_s == o.time_s; }
+};
+
 /// One accelerator. Devices with the same `type` must have identical numbers: cost models
 /// and the simulator compute op times once per type.
 struct DeviceSpec {
@@ -56,6 +74,11 @@ struct DeviceSpec {
   std::array<double, core::kNumOpKinds> memory_efficiency{};
   /// Kinds that launch no kernel (metadata-only ops such as reshape): they take no time.
   std::array<bool, core::kNumOpKinds> no_kernel{};
+  /// Measured time curves (calibrated profiles): per framework op type ("MatMul"), and per
+  /// kind for op types without their own. Empty in datasheet profiles. The calibrated cost
+  /// model prefers them to the roofline (cost_model.h).
+  std::map<std::string, TimeCurve> op_type_curves;
+  std::array<TimeCurve, core::kNumOpKinds> kind_curves{};
   std::string source;  ///< provenance of these numbers (datasheet, measurement)
 
   /// A device with every efficiency 1 and nothing else set.

@@ -173,7 +173,7 @@ DeviceSpec parse_device_type(const Reader& r, const std::string& type_name, cons
   r.check_keys(node, field,
                {"peak_flops_per_s", "memory_bandwidth_bytes_per_s", "memory_capacity_bytes",
                 "launch_overhead_s", "compute_streams", "efficiency", "no_kernel_kinds", "source",
-                "description"});
+                "description", "time_curves"});
   DeviceSpec spec("", type_name);
   auto peaks = r.require(node, field, "peak_flops_per_s");
   r.expect_map(peaks, field + ".peak_flops_per_s");
@@ -220,6 +220,45 @@ DeviceSpec parse_device_type(const Reader& r, const std::string& type_name, cons
       std::string fi = f + "[" + std::to_string(i) + "]";
       r.string(kinds[i], fi);
       spec.without_kernel(parse_kind(r, kinds[i], fi));
+    }
+  }
+  if (auto curves = node["time_curves"]; curves.IsDefined()) {
+    std::string f = field + ".time_curves";
+    r.expect_map(curves, f);
+    for (const auto& item : curves) {
+      std::string key = item.first.Scalar();
+      std::string fk = f + "." + key;
+      r.expect_map(item.second, fk);
+      r.check_keys(item.second, fk, {"work", "time_s"});
+      TimeCurve curve;
+      auto work = r.require(item.second, fk, "work");
+      auto time = r.require(item.second, fk, "time_s");
+      r.expect_sequence(work, fk + ".work");
+      r.expect_sequence(time, fk + ".time_s");
+      if (work.size() != time.size() || work.size() == 0) {
+        r.fail(item.second, fk,
+               "expected work and time_s of the same non-zero length, found " +
+                   std::to_string(work.size()) + " and " + std::to_string(time.size()));
+      }
+      for (std::size_t i = 0; i < work.size(); ++i) {
+        std::string fi = "[" + std::to_string(i) + "]";
+        curve.work.push_back(r.positive(work[i], fk + ".work" + fi));
+        curve.time_s.push_back(r.non_negative(time[i], fk + ".time_s" + fi));
+        if (i > 0 && !(curve.work[i] > curve.work[i - 1])) {
+          r.fail(work[i], fk + ".work" + fi, "expected strictly increasing work");
+        }
+      }
+      if (key.rfind("kind:", 0) == 0) {
+        auto kind = core::op_kind_from_string(key.substr(5));
+        if (!kind) {
+          r.fail(item.first, fk,
+                 "unknown op kind '" + key.substr(5) +
+                     "' after 'kind:'; expected one of: " + join_names(core::op_kind_names()));
+        }
+        spec.kind_curves[static_cast<std::size_t>(*kind)] = std::move(curve);
+      } else {
+        spec.op_type_curves[key] = std::move(curve);
+      }
     }
   }
   spec.source = r.optional_string(node, field, "source");

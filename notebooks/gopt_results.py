@@ -28,6 +28,8 @@ RESULT_ATTRS = [
     "oom_device", "lower_bound_critical_path_s", "lower_bound_work_s", "bytes_moved",
     "wall_s", "samples",
 ]
+# Written only by `gopt validate` (measured on a real backend); absent otherwise.
+MEASURED_ATTRS = ["measured_step_time_s", "measured_backend", "measured_spread"]
 CURVE_FIELDS = ["step", "samples", "best_step_time_s", "mean_step_time_s", "wall_s"]
 
 
@@ -91,8 +93,13 @@ def results_frame(path):
             for key in ("learner", "held_out", "oom"):
                 row[key] = bool(row[key])
             row["options"] = json.loads(_text(g.attrs["options"]))
+            for key in MEASURED_ATTRS:
+                if key in g.attrs:
+                    value = g.attrs[key]
+                    row[key] = _text(value) if isinstance(value, (bytes, str)) else value.item()
             rows.append(row)
-    df = pd.DataFrame(rows, columns=RESULT_ATTRS + ["options"])
+    measured = [k for k in MEASURED_ATTRS if any(k in r for r in rows)]
+    df = pd.DataFrame(rows, columns=RESULT_ATTRS + ["options"] + measured)
     df = df.sort_values(["order", "workload", "agent", "seed"]).reset_index(drop=True)
     df["best_step_time_ms"] = df["best_step_time_s"] * 1e3
     return df

@@ -1,0 +1,107 @@
+// Calibration of the roofline cost model from measurements: least-squares fits of the
+// launch overhead and the per-op-kind efficiency factors from timed microbenchmarks, and of
+// a link's latency and bandwidth from timed copies; and the YAML writer for the measured
+// profile they go into. LibTorch-free: the backends measure, this file only fits numbers,
+// so its tests feed it synthetic measurements with known parameters.
+//
+//   RooflineFit fit = fit_roofline(samples);               // samples from the backend
+//   LinkFit link = fit_link(copy_samples);
+//   std::string yaml = profile_yaml(spec);                  // spec filled from the fits
+#pragma once
+
+#include <array>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "hardware/cluster.h"
+
+namespace gopt::hardware {
+
+/// One timed op: its kind, FLOPs, bytes read + written, and the measured time.
+struct OpSample {
+  core::OpKind kind = core::OpKind::kOther;
+  core::Flops flops = 0;
+  Bytes bytes = 0;
+  Seconds time_s = 0;
+  std::string op_type;  ///< framework op type ("MatMul"), for the time curves
+  std::string label;    ///< what ran, for reports ("MatMul [64x256]")
+};
+
+/// One timed copy between devices.
+struct CopySample {
+  Bytes bytes = 0;
+  Seconds time_s = 0;
+};
+
+/// Fit quality of a set of samples: relative errors (prediction - measured) / measured.
+struct FitResiduals {
+  int samples = 0;
+  double rms_rel_error = 0;  ///< root mean square
+  double max_rel_error = 0;  ///< largest absolute value
+};
+
+/// The fitted roofline of one device type:
+///   time = launch_overhead_s + max(flops / (peak * compute[kind]),
+///                                  bytes / (bandwidth * memory[kind]))
+/// `peak` and `bandwidth` are the best rates any kind reached, so every efficiency is in
+/// (0, 1] and the best kind has 1.
+struct RooflineFit {
+  Seconds launch_overhead_s = 0;
+  FlopsPerSecond peak_flops_per_s = 0;
+  BytesPerSecond memory_bandwidth_bytes_per_s = 0;
+  std::array<double, core::kNumOpKinds> compute_efficiency{};
+  std::array<double, core::kNumOpKinds> memory_efficiency{};
+  std::array<bool, core::kNumOpKinds> fitted{};  ///< the kind had samples
+  std::array<FitResiduals, core::kNumOpKinds> residuals{};
+  FitResiduals overall;
+};
+
+/// Fits the launch overhead (shared by all kinds) and per-kind compute and memory
+/// efficiencies by minimising the squared relative error (so microsecond and millisecond
+/// ops weigh alike). For a given overhead each kind is a two-piece linear fit (each sample
+/// assigned to the term that dominates it, refitted until the assignment is stable); the
+/// overhead is found by golden-section search. Kinds without samples get efficiency 1.
+/// Throws InputError when there are no samples or a sample has a non-positive time.
+[[nodiscard]] RooflineFit fit_roofline(const std::vector<OpSample>& samples);
+
+/// Measured time curves (DeviceSpec::op_type_curves and kind_curves) from samples, against
+/// their roofline work under `fit` (TimeCurve): one point per distinct work value (the
+/// median time of the samples with that value), made
+/// non-decreasing in work by isotonic regression (more work never takes less time; a dip is
+/// measurement noise).
+struct TimeCurves {
+  std::map<std::string, TimeCurve> op_types;
+  std::array<TimeCurve, core::kNumOpKinds> kinds{};
+  /// Interpolation error at each op type's interior points, each predicted by the curve
+  /// without it (how far off a shape between the measured ones can be).
+  FitResiduals leave_one_out;
+};
+
+[[nodiscard]] TimeCurves build_time_curves(const std::vector<OpSample>& samples,
+                                           const RooflineFit& fit);
+
+/// Predicted time of one sample under a fit (the formula above).
+[[nodiscard]] Seconds predict(const RooflineFit& fit, const OpSample& sample);
+
+/// A link's latency and bandwidth.
+struct LinkFit {
+  Seconds latency_s = 0;
+  BytesPerSecond bandwidth_bytes_per_s = 0;
+  FitResiduals residuals;
+  /// The times did not grow with size (noise): latency is the smallest copies' median time
+  /// and bandwidth the largest copies' median rate instead of a least-squares fit.
+  bool degenerate = false;
+};
+
+/// Fits `time = latency + bytes / bandwidth` by least squares on relative error (see
+/// LinkFit::degenerate when the slope is not positive). Throws InputError for fewer than
+/// two distinct sizes.
+[[nodiscard]] LinkFit fit_link(const std::vector<CopySample>& samples);
+
+/// Writes a cluster spec as profile YAML (docs/hardware-profiles.md) that
+/// parse_profile_yaml reads back to the same spec: one device type per distinct `type`,
+/// links inline.
+[[nodiscard]] std::string profile_yaml(const ClusterSpec& spec);
+
+}  // namespace gopt::hardware

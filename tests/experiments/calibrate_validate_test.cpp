@@ -1,0 +1,122 @@
+// `gopt calibrate` and `gopt validate` end to end on the CPU backend with tiny graphs (a
+// quick calibration, one timed step): the profile loads, the JSON summary has its fields,
+// the HDF5 results feed `gopt table`, and bad input gets a clear error. Never asserts times.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "hardware/profile.h"
+#include "tests/support/run_command.h"
+
+namespace gopt::experiments {
+namespace {
+
+using gopt::testing::run_command;
+
+const std::string kGopt = GOPT_BINARY;
+const std::string kTiny = std::string(GOPT_SOURCE_DIR) + "/datasets/graphs/mlp_tiny.json";
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+class CalibrateValidateTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("gopt_calibrate_validate_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+    profile_ = (dir_ / "cpu2.yaml").string();
+    calibrate_ = run_command(kGopt + " calibrate --backend cpu --devices 2 --quick --json --out " +
+                             profile_);
+  }
+  static void TearDownTestSuite() { std::filesystem::remove_all(dir_); }
+
+  static std::string validate(const std::string& extra) {
+    return kGopt + " validate --profile " + profile_ + " --graphs " + kTiny +
+           " rnnlm_2:hidden=16,vocab=50,batch=2,seq_len=2 --decisions 3 --rounds 1 --warmup 0"
+           " --steps 1 " +
+           extra;
+  }
+
+  static inline std::filesystem::path dir_;
+  static inline std::string profile_;
+  static inline gopt::testing::CommandResult calibrate_;
+};
+
+TEST_F(CalibrateValidateTest, CalibrateWritesAMeasuredProfile) {
+  ASSERT_EQ(calibrate_.exit_code, 0) << calibrate_.err;
+  auto j = nlohmann::json::parse(calibrate_.out);
+  for (const char* key :
+       {"launch_overhead_s", "peak_flops_per_s", "rms_rel_error", "kinds", "copy", "curves"}) {
+    EXPECT_TRUE(j.contains(key)) << key << " in " << calibrate_.out;
+  }
+  auto cluster = hardware::load_profile(profile_);
+  EXPECT_EQ(cluster.num_devices(), 2);
+  EXPECT_EQ(cluster.provenance().kind, "measured");
+  EXPECT_TRUE(contains(cluster.provenance().notes, "Roofline fit over"))
+      << cluster.provenance().notes;
+  EXPECT_FALSE(cluster.device(0).op_type_curves.empty());
+}
+
+TEST_F(CalibrateValidateTest, ValidateReportsErrorAndRankCorrelation) {
+  ASSERT_EQ(calibrate_.exit_code, 0) << calibrate_.err;
+  auto h5 = (dir_ / "validation.h5").string();
+  auto r = run_command(validate("--json --out " + h5));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  for (const char* key : {"mape", "max_abs_pct_error", "kendall_tau", "cases", "per_case"}) {
+    EXPECT_TRUE(j.contains(key)) << key << " in " << r.out;
+  }
+  EXPECT_EQ(j["cases"].get<int>(), 6);
+  EXPECT_EQ(j["per_case"].size(), 6u);
+  EXPECT_EQ(j["per_case"][0]["decision"], "single_device");
+  for (const auto& c : j["per_case"]) {
+    EXPECT_GT(c["measured_s"].get<double>(), 0);
+    EXPECT_GT(c["simulated_s"].get<double>(), 0);
+  }
+  auto table = run_command(kGopt + " table " + h5);
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_TRUE(contains(table.out, "## Simulator validation: measured vs simulated step time"))
+      << table.out;
+  EXPECT_TRUE(contains(table.out, "MAPE")) << table.out;
+  EXPECT_TRUE(contains(table.out, "Kendall tau")) << table.out;
+
+  auto text = run_command(validate(""));
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_TRUE(contains(text.out, "cases 6 over 2 graphs: MAPE")) << text.out;
+}
+
+TEST_F(CalibrateValidateTest, BadInputGetsClearErrors) {
+  auto r = run_command(kGopt + " calibrate --backend tpu --out " + (dir_ / "x.yaml").string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "--backend")) << r.err;
+  EXPECT_TRUE(contains(r.err, "expected one of cpu, cuda")) << r.err;
+
+  r = run_command(kGopt + " validate --profile " + (dir_ / "missing.yaml").string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "missing.yaml")) << r.err;
+
+  r = run_command(kGopt + " validate --profile " + profile_ + " --graphs rnnlm_2:hidden");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "--graphs")) << r.err;
+
+  r = run_command(kGopt + " validate --profile " + profile_ + " --graphs " +
+                  std::string(GOPT_TEST_DATA_DIR) + "/graphs/cycle.json");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "cycle.json")) << r.err;
+
+  // No GPU or no CUDA LibTorch here: a clear message and status 1, never a crash.
+  r = run_command(kGopt + " calibrate --backend cuda --devices 1 --out " +
+                  (dir_ / "gpu.yaml").string());
+  if (r.exit_code != 0) {
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_TRUE(contains(r.err, "CUDA") || contains(r.err, "GPU")) << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace gopt::experiments

@@ -1,0 +1,209 @@
+// Calibration fits recover known parameters from synthetic measurements; time curves
+// interpolate as documented; measured profiles round-trip through YAML; the calibrated cost
+// model reads the curves.
+#include "hardware/calibration.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/errors.h"
+#include "hardware/cost_model.h"
+#include "hardware/profile.h"
+#include "tests/support/expect_error.h"
+
+namespace gopt::hardware {
+namespace {
+
+// Expects `expr` to throw an InputError whose message contains `part`.
+#define EXPECT_ERROR_CONTAINS(expr, part)                               \
+  do {                                                                  \
+    std::string what_ = gopt::testing::error_of([&] { (void)(expr); }); \
+    EXPECT_TRUE(gopt::testing::contains(what_, part)) << what_;         \
+  } while (false)
+
+using core::OpKind;
+
+TEST(CalibrationTest, RooflineFitRecoversKnownParameters) {
+  // Ground truth: 4 us launch, 1e11 FLOP/s and 2e10 B/s at efficiency 1 for matmul
+  // (compute) and elementwise (memory), other kinds slower.
+  RooflineFit truth;
+  truth.launch_overhead_s = 4e-6;
+  truth.peak_flops_per_s = 1e11;
+  truth.memory_bandwidth_bytes_per_s = 2e10;
+  truth.compute_efficiency.fill(1.0);
+  truth.memory_efficiency.fill(1.0);
+  truth.compute_efficiency[static_cast<std::size_t>(OpKind::kConv)] = 0.5;
+  truth.memory_efficiency[static_cast<std::size_t>(OpKind::kConv)] = 0.25;
+  truth.memory_efficiency[static_cast<std::size_t>(OpKind::kReduction)] = 0.4;
+  truth.compute_efficiency[static_cast<std::size_t>(OpKind::kReduction)] = 0.01;
+  std::vector<OpSample> samples;
+  for (double scale : {1.0, 4.0, 16.0, 64.0, 256.0}) {
+    // Compute-bound matmuls and convs, memory-bound elementwise ops and reductions, and a
+    // reduction that is compute-bound at its size (both pieces of its roofline are seen).
+    samples.push_back({OpKind::kMatMul, 1e6 * scale, Bytes(2e3 * scale), 0, "MatMul", ""});
+    samples.push_back({OpKind::kConv, 2e6 * scale, Bytes(1e4 * scale), 0, "Conv2D", ""});
+    samples.push_back({OpKind::kConv, 1e4 * scale, Bytes(2e5 * scale), 0, "Conv2D", ""});
+    samples.push_back({OpKind::kElementwise, 1e3 * scale, Bytes(1.2e4 * scale), 0, "AddV2", ""});
+    samples.push_back({OpKind::kReduction, 1e3 * scale, Bytes(8e4 * scale), 0, "Sum", ""});
+    samples.push_back({OpKind::kReduction, 1e5 * scale, Bytes(1e3 * scale), 0, "Sum", ""});
+  }
+  for (auto& s : samples) s.time_s = predict(truth, s);
+  RooflineFit fit = fit_roofline(samples);
+  EXPECT_NEAR(fit.launch_overhead_s, 4e-6, 4e-8);
+  EXPECT_NEAR(fit.peak_flops_per_s, 1e11, 1e9);
+  EXPECT_NEAR(fit.memory_bandwidth_bytes_per_s, 2e10, 2e8);
+  for (auto k : {OpKind::kMatMul, OpKind::kConv, OpKind::kElementwise, OpKind::kReduction}) {
+    SCOPED_TRACE(std::string(core::to_string(k)));
+    auto i = static_cast<std::size_t>(k);
+    EXPECT_TRUE(fit.fitted[i]);
+    EXPECT_LT(fit.residuals[i].max_rel_error, 0.01);
+  }
+  EXPECT_NEAR(fit.compute_efficiency[static_cast<std::size_t>(OpKind::kConv)], 0.5, 0.005);
+  EXPECT_NEAR(fit.memory_efficiency[static_cast<std::size_t>(OpKind::kConv)], 0.25, 0.0025);
+  EXPECT_NEAR(fit.memory_efficiency[static_cast<std::size_t>(OpKind::kReduction)], 0.4, 0.004);
+  EXPECT_NEAR(fit.compute_efficiency[static_cast<std::size_t>(OpKind::kReduction)], 0.01, 1e-4);
+  EXPECT_FALSE(fit.fitted[static_cast<std::size_t>(OpKind::kSoftmax)]);
+  EXPECT_LT(fit.overall.rms_rel_error, 0.01);
+}
+
+TEST(CalibrationTest, LinkFitRecoversLatencyAndBandwidth) {
+  std::vector<CopySample> copies;
+  for (Bytes b : {Bytes{4096}, Bytes{65536}, Bytes{1} << 20, Bytes{16} << 20}) {
+    copies.push_back({b, 3e-6 + static_cast<double>(b) / 8e9});
+  }
+  LinkFit fit = fit_link(copies);
+  EXPECT_NEAR(fit.latency_s, 3e-6, 1e-9);
+  EXPECT_NEAR(fit.bandwidth_bytes_per_s, 8e9, 1e6);
+  EXPECT_LT(fit.residuals.max_rel_error, 1e-6);
+  EXPECT_FALSE(fit.degenerate);
+  // Noise that makes bigger copies faster: the smallest copies' time and the largest's rate.
+  LinkFit noisy = fit_link({{4096, 5e-6}, {4096, 7e-6}, {65536, 3e-6}, {1 << 20, 1e-6}});
+  EXPECT_TRUE(noisy.degenerate);
+  EXPECT_NEAR(noisy.latency_s, 7e-6, 1e-12);  // the upper median of two
+  EXPECT_NEAR(noisy.bandwidth_bytes_per_s, (1 << 20) / 1e-6, 1);
+}
+
+TEST(CalibrationTest, BadMeasurementsAreInputErrors) {
+  EXPECT_ERROR_CONTAINS(fit_roofline({}), "no measurements");
+  EXPECT_ERROR_CONTAINS(fit_roofline({{OpKind::kMatMul, 1e6, 10, 0, "MatMul", ""}}),
+                        "samples[0].time_s");
+  EXPECT_ERROR_CONTAINS(fit_link({{4096, 1e-6}, {4096, 2e-6}}), "at least two sizes");
+}
+
+TEST(CalibrationTest, TimeCurvesInterpolateLogLogAndStayMonotone) {
+  TimeCurve c;
+  c.work = {100, 10000};
+  c.time_s = {1e-6, 1e-4};
+  EXPECT_DOUBLE_EQ(c.at(10), 1e-6);      // below: the first time (launch-bound)
+  EXPECT_NEAR(c.at(1000), 1e-5, 1e-12);  // log-log midpoint
+  EXPECT_NEAR(c.at(1e5), 1e-3, 1e-12);   // above: proportional to work
+  std::vector<OpSample> samples = {{OpKind::kElementwise, 0, 100, 2e-6, "Tanh", ""},
+                                   {OpKind::kElementwise, 0, 200, 1e-6, "Tanh", ""},  // a dip
+                                   {OpKind::kElementwise, 0, 400, 5e-6, "Tanh", ""},
+                                   {OpKind::kElementwise, 0, 100, 1e-6, "AddV2", ""}};
+  RooflineFit unit;  // work = max(flops, bytes): peak, bandwidth and efficiencies 1, no launch
+  unit.peak_flops_per_s = 1;
+  unit.memory_bandwidth_bytes_per_s = 1;
+  unit.compute_efficiency.fill(1.0);
+  unit.memory_efficiency.fill(1.0);
+  TimeCurves curves = build_time_curves(samples, unit);
+  ASSERT_EQ(curves.op_types.count("Tanh"), 1u);
+  const TimeCurve& tanh = curves.op_types.at("Tanh");
+  EXPECT_EQ(tanh.work, (std::vector<double>{100, 200, 400}));
+  // Isotonic: the dip and its predecessor are pooled to their mean.
+  EXPECT_NEAR(tanh.time_s[0], 1.5e-6, 1e-15);
+  EXPECT_NEAR(tanh.time_s[1], 1.5e-6, 1e-15);
+  EXPECT_NEAR(tanh.time_s[2], 5e-6, 1e-15);
+  // The kind's curve pools both op types (median per work value).
+  EXPECT_EQ(curves.kinds[static_cast<std::size_t>(OpKind::kElementwise)].work.size(), 3u);
+}
+
+Cluster measured_cluster() {
+  ClusterSpec spec;
+  spec.name = "cpu2_test";
+  spec.provenance.kind = "measured";
+  spec.provenance.date = "2026-11-22T00:00:00Z";
+  spec.provenance.machine = "test: \"quoted\" machine";
+  spec.provenance.sources = {"gopt calibrate --backend cpu --devices 2"};
+  spec.provenance.notes = "fit residuals: rms 1.0%";
+  for (int d = 0; d < 2; ++d) {
+    DeviceSpec dev("cpu" + std::to_string(d), "cpu_worker");
+    dev.peak_flops(core::DType::kFloat32, 5e10)
+        .memory_bandwidth(2e10)
+        .memory_capacity(Bytes{1} << 32)
+        .launch_overhead(2e-6)
+        .efficiency(OpKind::kConv, 0.5, 0.25)
+        .without_kernel(OpKind::kReshape);
+    // Against roofline work (seconds): MatMul takes 1e-5 .. 1e-3 s at 2e-5 .. 2e-3 s of
+    // work; the elementwise kind 1e-6 .. 1e-4 s at 1e-7 .. 1e-5 s.
+    dev.op_type_curves["MatMul"] = TimeCurve{{2e-5, 2e-3}, {1e-5, 1e-3}};
+    dev.kind_curves[static_cast<std::size_t>(OpKind::kElementwise)] =
+        TimeCurve{{1e-7, 1e-5}, {1e-6, 1e-4}};
+    spec.add_device(dev);
+  }
+  spec.add_switch("host_memory");
+  for (int d = 0; d < 2; ++d) {
+    spec.add_link(LinkSpec("cpu" + std::to_string(d), "host_memory").bandwidth(1e10).latency(1e-6));
+  }
+  return Cluster::build(spec);
+}
+
+TEST(CalibrationTest, MeasuredProfilesRoundTripThroughYaml) {
+  Cluster cluster = measured_cluster();
+  std::string yaml = profile_yaml(cluster.spec());
+  ClusterSpec back = parse_profile_yaml(yaml, "round_trip.yaml");
+  ASSERT_EQ(back.devices.size(), 2u);
+  EXPECT_TRUE(back.devices[0].same_numbers(cluster.device(0))) << yaml;
+  EXPECT_EQ(back.provenance.machine, cluster.provenance().machine);
+  EXPECT_EQ(back.provenance.kind, "measured");
+  EXPECT_EQ(back.links.size(), 2u);
+  EXPECT_DOUBLE_EQ(back.links[1].bandwidth_bytes_per_s, 1e10);
+  Cluster rebuilt = Cluster::build(back);
+  EXPECT_EQ(rebuilt.num_device_types(), 1);
+}
+
+TEST(CalibrationTest, MalformedTimeCurvesNameTheField) {
+  std::string yaml = profile_yaml(measured_cluster().spec());
+  auto replace = [&](const std::string& from, const std::string& to) {
+    std::string s = yaml;
+    auto at = s.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return s.replace(at, from.size(), to);
+  };
+  EXPECT_ERROR_CONTAINS(
+      parse_profile_yaml(replace("work: [2e-05, 0.002]", "work: [2e-05]"), "bad.yaml"),
+      "time_curves.MatMul");
+  EXPECT_ERROR_CONTAINS(
+      parse_profile_yaml(replace("work: [2e-05, 0.002]", "work: [0.002, 2e-05]"), "bad.yaml"),
+      "strictly increasing");
+  EXPECT_ERROR_CONTAINS(
+      parse_profile_yaml(replace("kind:elementwise", "kind:elementwize"), "bad.yaml"),
+      "unknown op kind 'elementwize'");
+}
+
+TEST(CalibrationTest, CalibratedCostModelPrefersOpTypeThenKindCurves) {
+  Cluster cluster = measured_cluster();
+  auto model = make_cost_model(cluster);
+  EXPECT_EQ(model->name(), "calibrated");
+  core::GraphBuilder b("ops");
+  b.add("mm", "MatMul").flops(1e7).bytes_read(100).bytes_written(100).output_bytes(100);
+  b.add("tanh", "Tanh").flops(4e4).bytes_read(5000).bytes_written(5000).output_bytes(5000);
+  b.add("conv", "Conv2D").flops(1e8).bytes_read(1e6).bytes_written(1e6).output_bytes(1e6);
+  b.add("reshape", "Reshape").output_bytes(1e6);
+  auto g = core::CompiledGraph::compile(std::move(b).build());
+  // MatMul: roofline work max(1e7 / 5e10, 200 / 2e10) = 2e-4 s, the log-log midpoint of its
+  // own curve's (2e-5, 1e-5) and (2e-3, 1e-3): 1e-4 s.
+  EXPECT_NEAR(model->op_time(g, 0, 0), 1e-4, 1e-12);
+  // Tanh: no curve of its own; work max(4e4 / 5e10, 1e4 / 2e10) = 8e-7 s on the elementwise
+  // kind's curve (1e-7, 1e-6) .. (1e-5, 1e-4), of slope 1 in log-log: 8e-6 s.
+  EXPECT_NEAR(model->op_time(g, 1, 1), 8e-6, 1e-12);
+  // Conv2D: no curve, the roofline: 2 us + 1e8 / (5e10 * 0.5).
+  EXPECT_NEAR(model->op_time(g, 2, 0), 2e-6 + 1e8 / 2.5e10, 1e-12);
+  EXPECT_EQ(model->op_time(g, 3, 0), 0);
+  // Datasheet profiles keep the roofline.
+  EXPECT_EQ(make_cost_model(load_profile("p100x2_pcie"))->name(), "roofline");
+}
+
+}  // namespace
+}  // namespace gopt::hardware
