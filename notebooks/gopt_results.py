@@ -143,12 +143,16 @@ def placement_table(df):
     times = valid.pivot_table(index="workload", columns="agent", values="best_step_time_ms",
                               aggfunc="mean")
     times = times.reindex(index=workloads, columns=agents)
-    learners = [a for a in agents if df.loc[df["agent"] == a, "learner"].any()]
+    # As `gopt table`: with GO agents present, they are the subjects and every other agent
+    # (HDP included) a reference; otherwise the learners against the non-learners.
+    types = {a: str(df.loc[df["agent"] == a, "agent_type"].iloc[0]) for a in agents}
+    go = [a for a in agents if types[a].startswith("go_")]
+    learners = go or [a for a in agents if df.loc[df["agent"] == a, "learner"].any()]
     baselines = [a for a in agents if a not in learners]
     table = times.rename(columns=lambda a: f"{a} (ms)")
     if learners and baselines:
         best = times[learners].min(axis=1)
-        table["best learned"] = times[learners].idxmin(axis=1)
+        table["best GO" if go else "best learned"] = times[learners].idxmin(axis=1)
         for b in baselines:
             table[f"vs {b}"] = 100.0 * (times[b] - best) / times[b]
         if len(workloads) > 1:

@@ -118,5 +118,27 @@ TEST(MultitaskTableTest, MissingReferencesAreNamedInANote) {
   EXPECT_EQ(p.rows[2], (std::vector<std::string>{"average", "", "", "+50.0%", "+60.0%"}));
 }
 
+TEST(PlacementTableTest, GoAgentsAreComparedWithEveryOtherAgentHdpIncluded) {
+  auto file = fixture({
+      {"w1", "human_expert", "human_expert", 100},
+      {"w1", "hdp", "hdp", 125},
+      {"w1", "go_one", "go_one", 75},
+  });
+  file.metadata.table = "placement";
+  file.results[1].learner = true;  // hdp learns, but GO is the subject
+  auto tables = build_tables(file);
+  ASSERT_FALSE(tables.empty());
+  const Table& t = tables.front();
+  ASSERT_EQ(t.id, "placement");
+  const std::vector<std::string> header = {"workload",    "human_expert (ms)", "hdp (ms)",
+                                           "go_one (ms)", "best GO",           "vs human_expert",
+                                           "vs hdp"};
+  EXPECT_EQ(t.header, header);
+  ASSERT_FALSE(t.rows.empty());
+  EXPECT_EQ(t.rows[0][4], "go_one");
+  EXPECT_EQ(t.rows[0][5], "+25.0%");
+  EXPECT_EQ(t.rows[0][6], "+40.0%");
+}
+
 }  // namespace
 }  // namespace gopt::experiments
