@@ -65,6 +65,10 @@ Seconds TimeCurve::at(double w) const {
   auto hi = static_cast<std::size_t>(std::upper_bound(work.begin(), work.end(), w) - work.begin());
   std::size_t lo = hi - 1;
   double t0 = std::max(time_s[lo], 1e-12), t1 = std::max(time_s[hi], 1e-12);
+  if (work[lo] <= 0) {
+    // No logarithm of zero work: linear between the two points.
+    return t0 + (t1 - t0) * (w - work[lo]) / (work[hi] - work[lo]);
+  }
   double f = std::log(w / work[lo]) / std::log(work[hi] / work[lo]);
   return std::exp(std::log(t0) + f * (std::log(t1) - std::log(t0)));
 }

@@ -79,7 +79,9 @@ class SortedEvents {
       head_ = 1;
       assert(tail_ + 1 < events_.size() && "more events than the bound given to reserve()");
     }
-    assert(h[head_ - 1].order < ev.order && "event scheduled before the last one processed");
+    // <=: the first event of a run can tie with the zeroed sentinel (a zero-time kernel
+    // started at time 0 with sequence 0); every other popped event has a unique order.
+    assert(h[head_ - 1].order <= ev.order && "event scheduled before the last one processed");
     std::size_t i = tail_++;
     h[tail_] = h[i];
     while (ev.order < h[i - 1].order) {
