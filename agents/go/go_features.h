@@ -23,14 +23,14 @@ inline constexpr std::int64_t kNumericFeatures = 7 + 4 + 1 + 8;
 
 struct GraphTensors {
   std::int64_t num_nodes = 0;
-  torch::Tensor kinds;        ///< [N] int64, OpKind index, topological order
-  torch::Tensor numeric;      ///< [N, kNumericFeatures] float
-  torch::Tensor edge_src;     ///< [E] int64, positions (data and control edges)
-  torch::Tensor edge_dst;     ///< [E] int64
-  torch::Tensor inv_in_deg;   ///< [N, 1] 1 / max(1, in-degree)
-  torch::Tensor inv_out_deg;  ///< [N, 1] 1 / max(1, out-degree)
-  torch::Tensor order;        ///< [N] int64: position -> NodeId
-  torch::Tensor layer;        ///< [N] int64: the op's layer attribute (-1: none)
+  torch::Tensor kinds;          ///< [N] int64, OpKind index, topological order
+  torch::Tensor numeric;        ///< [N, kNumericFeatures] float
+  torch::Tensor edge_src;       ///< [E] int64, positions (data and control edges)
+  torch::Tensor edge_dst;       ///< [E] int64
+  torch::Tensor inv_in_deg;     ///< [N, 1] 1 / max(1, in-degree)
+  torch::Tensor inv_out_deg;    ///< [N, 1] 1 / max(1, out-degree)
+  torch::Tensor order;          ///< [N] int64: position -> NodeId
+  torch::Tensor layer;          ///< [N] int64: the op's layer attribute (-1: none)
   std::int64_t num_layers = 0;  ///< 1 + the largest layer attribute (0: no layers)
   /// [N] float: 1 where the node's own action decides its device, 0 for colocated ops
   /// that follow their group's first op (their sampled action is overridden).

@@ -104,8 +104,8 @@ torch::Tensor SegmentAttentionLayerImpl::forward(const torch::Tensor& x) {
   // Masked keys: the first segment has no memory; the last one's padding.
   scores.select(0, 0).slice(-1, 0, l).fill_(kMaskedLogit);
   if (pad > 0) scores.select(0, s - 1).slice(-1, 2 * l - pad, 2 * l).fill_(kMaskedLogit);
-  auto attended = torch::matmul(torch::softmax(scores, -1), v).permute({0, 2, 1, 3}).reshape(
-      {s, l, hidden_});
+  auto attended =
+      torch::matmul(torch::softmax(scores, -1), v).permute({0, 2, 1, 3}).reshape({s, l, hidden_});
   auto y = norm1_(seg + o_(attended));
   y = norm2_(y + ff2_(torch::relu(ff1_(y))));
   return y.reshape({s * l, hidden_}).slice(0, 0, n);

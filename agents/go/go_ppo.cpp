@@ -45,8 +45,7 @@ torch::Tensor PpoTrainer::sample_actions(const torch::Tensor& log_probs, const G
   const auto n = log_probs.size(0);
   const auto d = log_probs.size(1);
   // At least 4 blocks per device, so that a small graph is not placed whole on one device.
-  const auto block =
-      std::max<std::int64_t>(1, std::min(options_.exploration_block, n / (4 * d)));
+  const auto block = std::max<std::int64_t>(1, std::min(options_.exploration_block, n / (4 * d)));
   if (block == 1) return torch::multinomial(log_probs.exp(), k, /*replacement=*/true, gen_);
   // Noise groups: blocks of consecutive positions; in layer mode, an op with a layer
   // attribute shares its layer's noise instead.

@@ -22,34 +22,11 @@
 namespace gopt::agents::go {
 namespace {
 
-class Curve final : public TrainingObserver {
- public:
-  void on_training_step(const LearningCurvePoint& p) override { points.push_back(p); }
-  std::vector<LearningCurvePoint> points;
-};
+using testing::Curve;
 
-// Independent heavy chains joined by a small sum: one chain per device is optimal. Each
-// chain has its own op type, else the chains would be automorphic and no
-// permutation-equivariant policy could tell them apart.
+// Chains joined by a small sum (agents_test_util.h): one chain per device is optimal.
 core::Graph parallel_chains(int chains, int length) {
-  const char* types[] = {"MatMul", "Conv2D", "BatchMatMul", "DepthwiseConv2dNative"};
-  core::GraphBuilder b("chains");
-  auto in = b.add("in", "Placeholder").output({256, 1024});
-  std::vector<core::NodeId> ends;
-  for (int c = 0; c < chains; ++c) {
-    core::NodeId prev = in;
-    for (int i = 0; i < length; ++i) {
-      auto n = b.add("c" + std::to_string(c) + "_" + std::to_string(i), types[c % 4])
-                   .output({256, 1024})
-                   .flops(2.0 * 256 * 1024 * 1024 * 8);
-      b.connect(prev, n);
-      prev = n;
-    }
-    ends.push_back(prev);
-  }
-  auto sum = b.add("sum", "AddN").output({256, 1024});
-  for (auto e : ends) b.connect(e, sum);
-  return std::move(b).build();
+  return testing::parallel_chains(chains, length, /*join=*/true);
 }
 
 // The hand-made optimum of parallel_chains: chain c on device c, the rest on device 0.

@@ -8,31 +8,8 @@
 namespace gopt::agents {
 namespace {
 
-// Records the learning curve.
-class Curve final : public TrainingObserver {
- public:
-  void on_training_step(const LearningCurvePoint& p) override { points.push_back(p); }
-  std::vector<LearningCurvePoint> points;
-};
-
-// Independent heavy chains, each of its own op type: putting each chain on its own device
-// halves the step time, and the op kinds let a grouper tell the chains apart.
-core::Graph parallel_chains(int chains, int length) {
-  const char* types[] = {"MatMul", "Conv2D", "BatchMatMul", "DepthwiseConv2dNative"};
-  core::GraphBuilder b("chains");
-  auto in = b.add("in", "Placeholder").output({256, 1024});
-  for (int c = 0; c < chains; ++c) {
-    core::NodeId prev = in;
-    for (int i = 0; i < length; ++i) {
-      auto n = b.add("c" + std::to_string(c) + "_" + std::to_string(i), types[c % 4])
-                   .output({256, 1024})
-                   .flops(2.0 * 256 * 1024 * 1024 * 8);
-      b.connect(prev, n);
-      prev = n;
-    }
-  }
-  return std::move(b).build();
-}
+using testing::Curve;
+using testing::parallel_chains;
 
 double mean_of(const std::vector<LearningCurvePoint>& p, std::size_t from, std::size_t to) {
   double s = 0;
