@@ -446,8 +446,6 @@ void pretrain(const Shared& shared, const std::vector<Job>& pending, ResultSink&
         }
       } catch (const Interrupted&) {
         return;
-      } catch (const core::InputError& e) {
-        fail(e.what());
       } catch (const std::exception& e) {
         fail(e.what());
       }

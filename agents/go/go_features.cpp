@@ -55,9 +55,9 @@ GraphTensors make_graph_tensors(const core::CompiledGraph& graph) {
   auto out_deg = t.inv_out_deg.accessor<float, 2>();
   auto mask = t.action_mask.accessor<float, 1>();
 
-  std::int32_t max_layer = 0;
+  std::int32_t max_layer = -1;  // -1: no op has a layer
   for (auto l : graph.layer()) max_layer = std::max(max_layer, l);
-  t.num_layers = graph.num_nodes() > 0 && max_layer >= 0 ? max_layer + 1 : 0;
+  t.num_layers = max_layer + 1;
   std::vector<char> group_seen(graph.colocation_groups().size(), 0);
   for (NodeId v = 0; v < graph.num_nodes(); ++v) {
     auto g = graph.colocation()[static_cast<std::size_t>(v)];

@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
-#include <random>
 #include <sstream>
 
 #include "agents/hdp/hdp_model.h"

@@ -51,6 +51,7 @@ GoPolicy small_policy(std::uint64_t seed, std::int64_t segment = 4) {
 TEST(GoPolicyTest, ShapesAndDeviceMasking) {
   testing::ProblemFixture f(parallel_chains(2, 5), "p100x2_pcie");
   auto tensors = make_graph_tensors(f.compiled);
+  EXPECT_EQ(tensors.num_layers, 0);  // no op carries a layer: no layer-shared exploration
   auto policy = small_policy(1);
   auto out = policy->forward(tensors, 3);
   const auto n = static_cast<std::int64_t>(f.compiled.num_nodes());
