@@ -85,11 +85,12 @@ void FusionWorkspace::form_groups(const core::CompiledGraph& graph, const Device
   size_.assign(at(n), 1);
 
   candidates_.clear();
+  const auto* kind = graph.kind().data();
   for (NodeId u = 0; u < n; ++u) {
-    if (fusion[at(u)] <= 0) continue;
+    if (fusion[at(u)] <= 0 || !fusable_kind(kind[at(u)])) continue;
     for (auto e = graph.out_begin(u); e < graph.out_end(u); ++e) {
       NodeId v = graph.out_target(e);
-      if (graph.edge_is_control(e) || fusion[at(v)] <= 0) continue;
+      if (graph.edge_is_control(e) || fusion[at(v)] <= 0 || !fusable_kind(kind[at(v)])) continue;
       if (placement && placement[at(u)] != placement[at(v)]) continue;
       candidates_.emplace_back(-static_cast<std::int64_t>(std::min(fusion[at(u)], fusion[at(v)])),
                                e);

@@ -2,7 +2,9 @@
 // one kernel. The procedure is deterministic and never creates a cycle between groups:
 //
 //   1. Candidates are the data edges u -> v (not control edges) with both ops on the same
-//      device and fusion[u] > 0 and fusion[v] > 0.
+//      device and fusion[u] > 0 and fusion[v] > 0, neither of them an input or a variable
+//      (fusable_kind): their data is in device memory before the step, so a fused kernel
+//      reads it like any operand (XLA's fusion parameters) rather than taking it over.
 //   2. They are visited in decreasing min(fusion[u], fusion[v]), ties by edge index.
 //   3. The groups A (holding u) and B (holding v) are merged (union-find) when A != B and
 //      either every edge leaving A enters B, or every edge entering B leaves A (control
@@ -29,6 +31,13 @@ namespace gopt::simulator {
 
 using core::DeviceId;
 using core::NodeId;
+
+/// False for the kinds that are never fused whatever their fusion priority: inputs and
+/// variables, whose outputs are in memory before the step (folding them into a consumer's
+/// kernel would make the consumer's read of them free).
+[[nodiscard]] constexpr bool fusable_kind(core::OpKind kind) {
+  return kind != core::OpKind::kInput && kind != core::OpKind::kVariable;
+}
 
 /// Fused groups of a graph under one decision.
 struct FusionGroups {

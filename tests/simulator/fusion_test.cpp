@@ -52,6 +52,25 @@ TEST(FusionTest, OnlyPairsOnTheSameDeviceMerge) {
   EXPECT_NE(groups.group_of[1], groups.group_of[2]);
 }
 
+TEST(FusionTest, InputsAndVariablesNeverFuse) {
+  // Their data is in memory before the step: a consumer's kernel reads it as an operand,
+  // whatever fusion priority they are given (else fusing them would make that read free).
+  GraphBuilder b("operands");
+  b.add("x", "Placeholder").output_bytes(64);
+  b.add("w", "VariableV2").output_bytes(64);
+  b.add("mul", "Mul").output_bytes(64);
+  b.add("relu", "Relu").output_bytes(64);
+  b.connect("x", "mul").connect("w", "mul").connect("mul", "relu");
+  auto g = CompiledGraph::compile(std::move(b).build());
+  ASSERT_EQ(g.kind()[0], core::OpKind::kInput);
+  ASSERT_EQ(g.kind()[1], core::OpKind::kVariable);
+  auto groups = form_fusion_groups(g, with_fusion({5, 5, 5, 5}));
+  EXPECT_EQ(groups.num_groups(), 3);
+  EXPECT_EQ(groups.group_of[2], groups.group_of[3]);  // mul and relu fuse
+  EXPECT_NE(groups.group_of[0], groups.group_of[2]);
+  EXPECT_NE(groups.group_of[1], groups.group_of[2]);
+}
+
 TEST(FusionTest, NeverCreatesACycleAndOrderFollowsPriority) {
   // a -> b, a -> c, c -> b. Merging {a, b} first would trap c between them.
   GraphBuilder b("triangle");
