@@ -20,21 +20,6 @@
 
 namespace gopt::experiments {
 
-const std::vector<PlannedComponent>& planned_agents() {
-  static const std::vector<PlannedComponent> kPlanned = {
-      {"go_placement", "GO policy for placement alone"},
-      {"go_scheduling", "GO policy for op scheduling alone"},
-      {"go_fusion", "GO policy for op fusion alone"},
-      {"go_placement_scheduling",
-       "multi-task GO for placement and scheduling; fusion as tf_default does it"},
-      {"go_placement_fusion", "multi-task GO for placement and fusion; FIFO scheduling"},
-      {"go_scheduling_fusion",
-       "multi-task GO for scheduling and fusion; placement as tf_default does it"},
-      {"go_multitask", "multi-task GO: placement, scheduling and fusion jointly"},
-  };
-  return kPlanned;
-}
-
 const std::vector<PlannedComponent>& planned_validation_backends() {
   static const std::vector<PlannedComponent> kPlanned = {
       // Implemented (hardware/backend), but run by `gopt validate`, not by the runner: a
@@ -568,10 +553,7 @@ class ConfigParser {
           "expected a non-empty list of agents (names or mappings), found " + describe(list));
       return;
     }
-    std::vector<std::string> known = agent_registry_.names();
-    for (const auto& p : names_of(planned_agents())) {
-      if (!agent_registry_.contains(p)) known.push_back(p);
-    }
+    const std::vector<std::string> known = agent_registry_.names();
     std::set<std::string> labels;
     for (std::size_t i = 0; i < list.size(); ++i) {
       std::string field = "agents[" + std::to_string(i) + "]";
@@ -611,16 +593,10 @@ class ConfigParser {
       if (agent_registry_.contains(a.type)) {
         info = &agent_registry_.info(a.type);
       } else {
-        auto planned = names_of(planned_agents());
-        if (std::find(planned.begin(), planned.end(), a.type) != planned.end()) {
-          a.planned = true;
-        } else {
-          r_.problem(type_node, type_field,
-                     "unknown agent '" + a.type + "'" + core::did_you_mean(a.type, known) +
-                         "; available: " + core::join(agent_registry_.names()) +
-                         "; planned: " + core::join(planned));
-          continue;
-        }
+        r_.problem(type_node, type_field,
+                   "unknown agent '" + a.type + "'" + core::did_you_mean(a.type, known) +
+                       "; available: " + core::join(known));
+        continue;
       }
       if (!valid_label(a.name)) {
         r_.problem(n, field + ".name",

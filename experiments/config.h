@@ -26,15 +26,13 @@ class WorkloadRegistry;
 
 namespace gopt::experiments {
 
-/// An agent or validation backend that configs may already name although this build does
-/// not implement it: the runner skips it with a message instead of failing.
+/// A validation backend that configs may name although `gopt run` does not run it: the
+/// runner skips it with a message instead of failing.
 struct PlannedComponent {
   std::string name;
   std::string description;
 };
 
-/// The one list of planned agents (GO variants, docs/config.md "Planned agents").
-[[nodiscard]] const std::vector<PlannedComponent>& planned_agents();
 /// The one list of planned simulator-validation backends.
 [[nodiscard]] const std::vector<PlannedComponent>& planned_validation_backends();
 
@@ -51,10 +49,9 @@ struct WorkloadConfig {
 /// One agent of an experiment.
 struct AgentConfig {
   std::string name;  ///< label in results and tables, unique in the config
-  std::string type;  ///< registry name ("hdp") or a planned agent ("go_one")
+  std::string type;  ///< registry name ("hdp")
   std::map<std::string, std::string> options;  ///< agent options as text
   agents::TrainBudget budget;                  ///< learners only
-  bool planned = false;  ///< `type` is planned but not in this build: skipped by the runner
 };
 
 /// Simulator validation against real-hardware backends (`validation:`).

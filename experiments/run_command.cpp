@@ -152,9 +152,6 @@ int run_experiment_command(const RunArgs& args, CliContext& ctx) {
           << (console_only ? " results (not saved: --out -)" : " new results written to " + out);
   if (summary.already_done > 0) ctx.out << " (" << summary.already_done << " were there)";
   ctx.out << "\n";
-  if (summary.planned > 0) {
-    ctx.out << summary.planned << " jobs skipped: their agents are planned, not implemented\n";
-  }
   std::string again = "gopt run " + quote(args.config) + " --out " + quote(out);
   for (const auto& s : args.sets) again += " --set " + quote(s);
   again += " --resume";

@@ -493,7 +493,6 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
   // The job list in config order: workload-major, then agent, then seed.
   std::vector<Job> jobs;
   std::int64_t order = 0;
-  std::set<std::string> planned_said;
   // Pretraining runs one job per (go_pretrain agent, seed) over every training graph and
   // produces the rows of those graphs; consumers run on the held-out graphs only.
   std::vector<Job> pretrain_jobs;
@@ -507,10 +506,6 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
       for (auto seed : config.seeds) {
         ++summary.total;
         Job job{{w.name, a.name, seed}, order++, &w, &a};
-        if (a.planned) {
-          ++summary.planned;
-          continue;
-        }
         if (done.count(job.key)) {
           ++summary.already_done;
           continue;
@@ -518,15 +513,6 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
         (role == TransferRole::kProducer ? pretrain_jobs : jobs).push_back(job);
       }
     }
-  }
-  for (const auto& a : config.agents) {
-    if (!a.planned || !planned_said.insert(a.type).second) continue;
-    std::string description;
-    for (const auto& p : planned_agents()) {
-      if (p.name == a.type) description = p.description;
-    }
-    say("gopt: skipping agent '" + a.name + "' (" + a.type + ": " + description +
-        "): planned, not implemented in this build yet");
   }
   for (const auto& b : config.validation.backends) {
     say("gopt: skipping simulator validation on backend '" + b +

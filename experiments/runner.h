@@ -60,9 +60,8 @@ struct RunnerOptions {
 
 /// What a run did.
 struct RunSummary {
-  std::int64_t total = 0;             ///< jobs in the config (planned agents included)
+  std::int64_t total = 0;             ///< jobs in the config
   std::int64_t already_done = 0;      ///< skipped because the sink had them (--resume)
-  std::int64_t planned = 0;           ///< skipped: their agent is planned, not implemented
   std::int64_t completed = 0;         ///< written to the sink by this run
   std::vector<std::string> failures;  ///< "workload / agent / seed N: message"
   bool interrupted = false;           ///< the stop flag was set before every job finished

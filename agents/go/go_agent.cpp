@@ -1,12 +1,14 @@
 #include "agents/go/go_agent.h"
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <sstream>
 #include <utility>
 #include <vector>
 
+#include "agents/baselines/human_expert.h"
 #include "agents/torch_utils.h"
 #include "core/errors.h"
 #include "core/rng.h"
@@ -41,7 +43,20 @@ std::map<std::string, std::int64_t> policy_fields(const GoPolicyOptions& o) {
           {"segment_length", o.segment_length()},
           {"max_devices", o.max_devices()},
           {"refine_passes", o.refine_passes()},
-          {"modulation", o.modulation() ? 1 : 0}};
+          {"modulation", o.modulation() ? 1 : 0},
+          {"place", o.place() ? 1 : 0},
+          {"schedule", o.schedule() ? 1 : 0},
+          {"fuse", o.fuse() ? 1 : 0},
+          {"task_layers", o.task_layers() ? 1 : 0},
+          {"priority_levels", o.priority_levels()},
+          {"fusion_levels", o.fusion_levels()}};
+}
+
+// Fields added after the first checkpoints (multi-task GO); older files lack them and hold
+// a placement-only policy, which is what their defaults describe.
+bool optional_field(const std::string& key) {
+  return key == "place" || key == "schedule" || key == "fuse" || key == "task_layers" ||
+         key == "priority_levels" || key == "fusion_levels";
 }
 
 GoPolicyOptions parse_policy_fields(const std::string& text, const std::string& path) {
@@ -59,10 +74,11 @@ GoPolicyOptions parse_policy_fields(const std::string& text, const std::string& 
   }
   GoPolicyOptions o;
   for (const auto& [key, value] : policy_fields(o)) {
-    (void)value;
-    if (!values.count(key)) {
+    if (values.count(key)) continue;
+    if (!optional_field(key)) {
       throw core::InputError(path, "options", "the checkpoint does not record '" + key + "'");
     }
+    values[key] = value;
   }
   o.hidden(values["hidden"])
       .kind_embedding(values["kind_embedding"])
@@ -72,7 +88,13 @@ GoPolicyOptions parse_policy_fields(const std::string& text, const std::string& 
       .segment_length(values["segment_length"])
       .max_devices(values["max_devices"])
       .refine_passes(values["refine_passes"])
-      .modulation(values["modulation"] != 0);
+      .modulation(values["modulation"] != 0)
+      .place(values["place"] != 0)
+      .schedule(values["schedule"] != 0)
+      .fuse(values["fuse"] != 0)
+      .task_layers(values["task_layers"] != 0)
+      .priority_levels(values["priority_levels"])
+      .fusion_levels(values["fusion_levels"]);
   return o;
 }
 
@@ -86,14 +108,15 @@ class GoAgent final : public TransferableAgent {
  public:
   explicit GoAgent(GoOptions options) : options_(std::move(options)) {}
 
-  std::string name() const override { return mode_name(options_.mode); }
+  std::string name() const override {
+    return options_.name.empty() ? mode_name(options_.mode) : options_.name;
+  }
   bool is_learner() const override { return options_.mode != GoMode::kZeroShot; }
   std::string checkpoint_path() const override { return options_.checkpoint; }
 
   core::Decision propose(const Problem& problem) override {
     auto it = best_.find(&problem.graph);
-    if (it != best_.end() && it->second.first == problem.num_devices() &&
-        it->second.second.placement) {
+    if (it != best_.end() && it->second.first == problem.num_devices()) {
       return it->second.second;
     }
     if (!policy_) {
@@ -104,7 +127,7 @@ class GoAgent final : public TransferableAgent {
       }
     }
     check_devices(problem);
-    return greedy_decision(policy_, make_graph_tensors(problem.graph), problem);
+    return greedy_decision(policy_, make_graph_tensors(problem.graph), problem, base_for(problem));
   }
 
   void train(Environment& env, const TrainBudget& budget, TrainingObserver* observer) override {
@@ -123,7 +146,7 @@ class GoAgent final : public TransferableAgent {
         break;
     }
     std::vector<PpoTask> tasks;
-    tasks.emplace_back(env);
+    tasks.emplace_back(env, base_for(env.problem()));
     const std::int64_t cap =
         options_.mode == GoMode::kFinetune ? options_.finetune_steps : budget.max_steps;
     run_ppo(tasks, 1, budget, cap, observer);
@@ -136,7 +159,7 @@ class GoAgent final : public TransferableAgent {
     }
     create_policy(core::mix_seed(options_.seed, environments.front()->problem().seed));
     std::vector<PpoTask> tasks;
-    for (auto* env : environments) tasks.emplace_back(*env);
+    for (auto* env : environments) tasks.emplace_back(*env, base_for(env->problem()));
     const auto n = static_cast<std::int64_t>(tasks.size());
     const std::int64_t per_batch =
         options_.graphs_per_batch > 0 ? std::min(options_.graphs_per_batch, n) : n;
@@ -241,6 +264,10 @@ class GoAgent final : public TransferableAgent {
     rng_ = core::Rng(options_.seed);
   }
 
+  DecisionBase base_for(const Problem& problem) const {
+    return options_.base ? options_.base(problem) : DecisionBase{};
+  }
+
   void check_devices(const Problem& problem) const {
     if (problem.num_devices() > policy_->options.max_devices()) {
       throw core::InputError(options_.checkpoint, std::string("agents.") + name() + ".max_devices",
@@ -289,7 +316,9 @@ class GoAgent final : public TransferableAgent {
     }
     for (const auto& t : tasks) {
       const Problem& p = t.env->problem();
-      best_[&p.graph] = {p.num_devices(), t.env->best_decision()};
+      if (std::isfinite(t.env->best_step_time_s())) {
+        best_[&p.graph] = {p.num_devices(), t.env->best_decision()};
+      }
     }
   }
 
@@ -362,6 +391,55 @@ void read_policy(const AgentOptions& o, GoPolicyOptions& p) {
       .head_init_scale(o.get_double("head_init_scale"));
 }
 
+void read_ppo(const AgentOptions& o, GoOptions& g);
+
+std::vector<OptionSpec> task_specs() {
+  const GoPolicyOptions d;
+  return {
+      {"priority_levels", OptionType::kInt, std::to_string(d.priority_levels()),
+       "scheduling: priority levels per op (higher runs first among ready ops)"},
+      {"fusion_levels", OptionType::kInt, std::to_string(d.fusion_levels()),
+       "fusion: fusion priority levels per op (0: never fuse; higher merges first)"},
+      {"default_placement", OptionType::kString, "human_expert",
+       "placement when the agent does not decide it, as tf_default: human_expert or "
+       "single_device"},
+  };
+}
+
+// A multi-task GO agent deciding `place`, `schedule` and `fuse`; the other tasks keep
+// TensorFlow's default (tf_default_base).
+GoOptions read_multitask(const AgentOptions& o, const std::string& name, bool place, bool schedule,
+                         bool fuse) {
+  GoOptions g;
+  g.mode = GoMode::kOne;
+  g.name = name;
+  read_policy(o, g.policy);
+  read_ppo(o, g);
+  g.policy.place(place).schedule(schedule).fuse(fuse).task_layers(true);
+  const auto priority_levels = o.get_int("priority_levels");
+  const auto fusion_levels = o.get_int("fusion_levels");
+  if (priority_levels < 2 || priority_levels > 1 << 20) {
+    throw core::InputError(
+        "", "agents." + name + ".priority_levels",
+        "expected 2 to 1048576 levels, found " + std::to_string(priority_levels));
+  }
+  if (fusion_levels < 2 || fusion_levels > 1 << 20) {
+    throw core::InputError("", "agents." + name + ".fusion_levels",
+                           "expected 2 to 1048576 levels, found " + std::to_string(fusion_levels));
+  }
+  g.policy.priority_levels(priority_levels).fusion_levels(fusion_levels);
+  const std::string& placement = o.get_string("default_placement");
+  if (placement != "human_expert" && placement != "single_device") {
+    throw core::InputError("", "agents." + name + ".default_placement",
+                           "expected human_expert or single_device, found '" + placement + "'");
+  }
+  const bool single_device = placement == "single_device";
+  g.base = [single_device](const Problem& problem) {
+    return tf_default_base(problem, single_device);
+  };
+  return g;
+}
+
 void read_ppo(const AgentOptions& o, GoOptions& g) {
   g.ppo.samples_per_step = std::max<std::int64_t>(1, o.get_int("samples_per_step"));
   g.ppo.epochs = std::max<std::int64_t>(1, o.get_int("ppo_epochs"));
@@ -393,6 +471,14 @@ std::string policy_options_text(const GoPolicyOptions& options) {
     text += key + "=" + std::to_string(value);
   }
   return text;
+}
+
+DecisionBase tf_default_base(const Problem& problem, bool single_device) {
+  DecisionBase base;
+  if (!single_device)
+    base.decision.placement = make_human_expert_agent()->propose(problem).placement;
+  base.xla_fusion = true;
+  return base;
 }
 
 std::unique_ptr<Agent> make_go_agent(const GoOptions& options) {
@@ -461,6 +547,31 @@ void register_go(AgentRegistry& registry) {
                   g.checkpoint = o.get_string("checkpoint");
                   return make_go_agent(g);
                 }});
+
+  struct Variant {
+    const char* name;
+    bool place, schedule, fuse;
+    const char* what;
+  };
+  static const Variant kVariants[] = {
+      {"go_placement", true, false, false, "placement alone"},
+      {"go_scheduling", false, true, false, "op scheduling alone"},
+      {"go_fusion", false, false, true, "op fusion alone"},
+      {"go_placement_scheduling", true, true, false, "placement and scheduling jointly"},
+      {"go_placement_fusion", true, false, true, "placement and fusion jointly"},
+      {"go_scheduling_fusion", false, true, true, "scheduling and fusion jointly"},
+      {"go_multitask", true, true, true, "placement, scheduling and fusion jointly"},
+  };
+  for (const auto& v : kVariants) {
+    registry.add(
+        {v.name,
+         std::string("multi-task GO (one recurrent attention layer per task) for ") + v.what +
+             "; tasks it does not decide keep TensorFlow's default (expert "
+             "placement, FIFO scheduling, XLA-style fusion)",
+         true, concat(policy_specs(), ppo_specs(), task_specs()), [v](const AgentOptions& o) {
+           return make_go_agent(read_multitask(o, v.name, v.place, v.schedule, v.fuse));
+         }});
+  }
 }
 
 }  // namespace gopt::agents::go

@@ -7,10 +7,19 @@
 //   go_finetune   loads a checkpoint and fine-tunes on a held-out graph (at most
 //                 `finetune_steps` updates, 50 by default as in the paper);
 //   go_zero_shot  loads a checkpoint and places a held-out graph greedily, no training.
+// Multi-task GO (paper section 3.3, issue #9) is the same agent with more tasks: one
+// recurrent attention layer per task (go_model.h), trained from scratch on one graph on the
+// joint reward; the tasks it does not decide keep TensorFlow's default (tf_default_base):
+//   go_placement, go_scheduling, go_fusion                   one task each;
+//   go_placement_scheduling, go_placement_fusion,
+//   go_scheduling_fusion                                     two tasks;
+//   go_multitask                                             all three.
 // Options, defaults and their reasoning: docs/agents.md "GO".
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 
 #include "agents/go/go_model.h"
@@ -30,7 +39,16 @@ struct GoOptions {
   std::int64_t finetune_steps = 50;   ///< fine-tuning: at most this many updates (paper: <50)
   std::string checkpoint;             ///< written (pretrain) or read (finetune, zero-shot)
   std::uint64_t seed = 0;             ///< mixed with the problem seed
+  std::string name;                   ///< agent name (empty: the mode's, e.g. go_one)
+  /// What decisions keep for the tasks the policy does not decide (empty: every op on
+  /// device 0, FIFO, no fusion). The multi-task variants use tf_default_base.
+  std::function<DecisionBase(const Problem&)> base;
 };
+
+/// TensorFlow's default pipeline as a DecisionBase: the human expert's placement (or every
+/// op on device 0 with `single_device`), FIFO scheduling, XLA-style fusion for whatever
+/// placement the decision has.
+[[nodiscard]] DecisionBase tf_default_base(const Problem& problem, bool single_device = false);
 
 /// Checkpoint file format identifier and version, stored in every checkpoint.
 inline constexpr const char* kCheckpointFormat = "gopt-go-checkpoint";
@@ -40,7 +58,9 @@ inline constexpr std::int64_t kCheckpointVersion = 1;
 /// the results file).
 [[nodiscard]] std::string policy_options_text(const GoPolicyOptions& options);
 
-/// Registers go_one, go_pretrain, go_finetune and go_zero_shot.
+/// Registers go_one, go_pretrain, go_finetune and go_zero_shot, and the multi-task agents
+/// go_placement, go_scheduling, go_fusion, go_placement_scheduling, go_placement_fusion,
+/// go_scheduling_fusion and go_multitask (issue #9).
 void register_go(AgentRegistry& registry);
 
 /// Creates a GO agent directly (tests).

@@ -11,6 +11,42 @@ namespace {
 // (true -inf would make the entropy NaN).
 constexpr double kMaskedLogit = -1e9;
 
+}  // namespace
+
+std::vector<GoTask> enabled_tasks(const GoPolicyOptions& options) {
+  std::vector<GoTask> tasks;
+  if (options.place()) tasks.push_back(GoTask::kPlacement);
+  if (options.schedule()) tasks.push_back(GoTask::kScheduling);
+  if (options.fuse()) tasks.push_back(GoTask::kFusion);
+  return tasks;
+}
+
+std::int64_t task_width(const GoPolicyOptions& options, GoTask task) {
+  switch (task) {
+    case GoTask::kPlacement:
+      return options.max_devices();
+    case GoTask::kScheduling:
+      return options.priority_levels();
+    case GoTask::kFusion:
+      return options.fusion_levels();
+  }
+  return 0;
+}
+
+const torch::Tensor& PolicyOutput::of(GoTask task) const {
+  switch (task) {
+    case GoTask::kPlacement:
+      return logits;
+    case GoTask::kScheduling:
+      return priority_logits;
+    case GoTask::kFusion:
+      return fusion_logits;
+  }
+  return logits;
+}
+
+namespace {
+
 torch::Tensor pool(const torch::Tensor& x) {
   return torch::cat({x.mean(0), std::get<0>(x.max(0))}, 0);
 }
@@ -122,12 +158,38 @@ GoPolicyImpl::GoPolicyImpl(const GoPolicyOptions& options_)
           "previous_device", torch::nn::Embedding(options_.max_devices(), options_.hidden()))),
       placement_(register_module("placement",
                                  torch::nn::Linear(options_.hidden(), options_.max_devices()))),
+      task_attention_(register_module("task_attention", torch::nn::ModuleList())),
+      decision_embedding_(register_module("decision_embedding", torch::nn::ModuleList())),
       value_hidden_(register_module("value_hidden",
                                     torch::nn::Linear(2 * options_.hidden(), options_.hidden()))),
       value_out_(register_module("value_out", torch::nn::Linear(options_.hidden(), 1))) {
   for (std::int64_t i = 0; i < options.attention_layers(); ++i) {
     attention_->push_back(
         SegmentAttentionLayer(options.hidden(), options.heads(), options.segment_length()));
+  }
+  const auto tasks = enabled_tasks(options);
+  TORCH_CHECK(!tasks.empty(), "GO policy: no task to decide (place, schedule and fuse all off)");
+  TORCH_CHECK(options.task_layers() || (tasks.size() == 1 && tasks[0] == GoTask::kPlacement),
+              "GO policy: scheduling and fusion need task_layers (the multi-task network)");
+  TORCH_CHECK(options.priority_levels() >= 2, "GO policy: priority_levels must be at least 2");
+  TORCH_CHECK(options.fusion_levels() >= 2, "GO policy: fusion_levels must be at least 2");
+  if (options.schedule()) {
+    priority_ =
+        register_module("priority", torch::nn::Linear(options.hidden(), options.priority_levels()));
+  }
+  if (options.fuse()) {
+    fusion_ =
+        register_module("fusion", torch::nn::Linear(options.hidden(), options.fusion_levels()));
+  }
+  if (options.task_layers()) {
+    for (std::size_t i = 0; i < tasks.size(); ++i) {
+      task_attention_->push_back(
+          SegmentAttentionLayer(options.hidden(), options.heads(), options.segment_length()));
+      if (i + 1 < tasks.size()) {
+        decision_embedding_->push_back(torch::nn::Linear(
+            torch::nn::LinearOptions(task_width(options, tasks[i]), options.hidden()).bias(false)));
+      }
+    }
   }
 }
 
@@ -142,6 +204,37 @@ void GoPolicyImpl::reset_heads() {
   modulation_->weight.zero_();
   modulation_->bias.zero_();
   placement_->weight.mul_(options.head_init_scale());
+}
+
+torch::Tensor GoPolicyImpl::forward_tasks(const torch::Tensor& shared, const torch::Tensor& masked,
+                                          PolicyOutput& out) {
+  // Each task's layer reads the previous task's output (residual chain) plus an embedding of
+  // the previous task's decision distribution, detached: a later task sees what the earlier
+  // ones decide, and each head is trained by its own objective only.
+  const auto tasks = enabled_tasks(options);
+  torch::Tensor x = shared;
+  torch::Tensor previous;  // the previous task's decision distribution
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    torch::Tensor input = x;
+    if (previous.defined()) {
+      input = input + decision_embedding_[i - 1]->as<torch::nn::Linear>()->forward(previous);
+    }
+    x = input + task_attention_[i]->as<SegmentAttentionLayer>()->forward(input);
+    torch::Tensor logits;
+    switch (tasks[i]) {
+      case GoTask::kPlacement:
+        logits = out.logits = placement_(x).masked_fill(masked, kMaskedLogit);
+        break;
+      case GoTask::kScheduling:
+        logits = out.priority_logits = priority_(x);
+        break;
+      case GoTask::kFusion:
+        logits = out.fusion_logits = fusion_(x);
+        break;
+    }
+    previous = torch::softmax(logits, 1).detach();
+  }
+  return x;
 }
 
 torch::Tensor GoPolicyImpl::attend(torch::Tensor x, const torch::Tensor& graph_embedding) {
@@ -171,9 +264,15 @@ PolicyOutput GoPolicyImpl::forward(const GraphTensors& g, std::int64_t devices) 
   torch::Tensor x;
   for (std::int64_t pass = 0; pass < options.refine_passes(); ++pass) {
     auto input = out.embeddings;
-    if (pass > 0) input = input + previous_device_(out.logits.argmax(1).detach());
+    if (pass > 0 && out.logits.defined()) {
+      input = input + previous_device_(out.logits.argmax(1).detach());
+    }
     x = attend(input, graph_embedding);
-    out.logits = placement_(x).masked_fill(masked, kMaskedLogit);
+    if (options.task_layers()) {
+      x = forward_tasks(x, masked, out);
+    } else {
+      out.logits = placement_(x).masked_fill(masked, kMaskedLogit);
+    }
   }
   // The value head reads detached features: its regression never pulls on the policy.
   out.value = value_out_(torch::relu(value_hidden_(pool(x).detach()))).squeeze();

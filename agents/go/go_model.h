@@ -18,6 +18,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "agents/go/go_features.h"
 
@@ -35,6 +36,16 @@ struct GoPolicyOptions {
   TORCH_ARG(std::int64_t, refine_passes) = 1;     ///< 1: decide once, no refinement
   TORCH_ARG(bool, modulation) = true;             ///< feature modulation on/off (ablation)
   TORCH_ARG(double, head_init_scale) = 3.0;       ///< placement head init x this (not saved)
+  // Tasks (issue #9). With task_layers off and only placement on, the network is the
+  // placement policy above (go_one). With task_layers on, every decided task has its own
+  // recurrent attention layer, chained in the order placement, scheduling, fusion with a
+  // residual connection, and each layer's input carries the previous task's decision.
+  TORCH_ARG(bool, place) = true;                 ///< decide placement (per-node device)
+  TORCH_ARG(bool, schedule) = false;             ///< decide scheduling (per-node priority level)
+  TORCH_ARG(bool, fuse) = false;                 ///< decide fusion (per-node fusion priority)
+  TORCH_ARG(bool, task_layers) = false;          ///< one attention layer per task (multi-task GO)
+  TORCH_ARG(std::int64_t, priority_levels) = 8;  ///< scheduling head width
+  TORCH_ARG(std::int64_t, fusion_levels) = 4;    ///< fusion head width (level 0: never fuse)
 };
 
 /// One GraphSAGE layer: h' = LayerNorm(h + relu(W_s h + W_p mean_pred(h) + W_c mean_succ(h))).
@@ -82,11 +93,27 @@ class SegmentAttentionLayerImpl : public torch::nn::Module {
 };
 TORCH_MODULE(SegmentAttentionLayer);
 
+/// The tasks a GO policy decides, in the order the multi-task network chains them.
+enum class GoTask { kPlacement = 0, kScheduling = 1, kFusion = 2 };
+inline constexpr int kNumGoTasks = 3;
+
+/// The enabled tasks of `options`, in chain order.
+[[nodiscard]] std::vector<GoTask> enabled_tasks(const GoPolicyOptions& options);
+
+/// Width of `task`'s head: devices, priority levels or fusion levels.
+[[nodiscard]] std::int64_t task_width(const GoPolicyOptions& options, GoTask task);
+
 /// What one forward pass gives.
 struct PolicyOutput {
-  torch::Tensor logits;      ///< [N, max_devices], topological order; masked devices -inf
-  torch::Tensor value;       ///< [] predicted reward of the graph
-  torch::Tensor embeddings;  ///< [N, hidden] encoder output (for tests)
+  torch::Tensor logits;           ///< [N, max_devices], topological order; masked devices -inf
+                                  ///< (undefined when placement is not decided)
+  torch::Tensor priority_logits;  ///< [N, priority_levels] (undefined: scheduling not decided)
+  torch::Tensor fusion_logits;    ///< [N, fusion_levels] (undefined: fusion not decided)
+  torch::Tensor value;            ///< [] predicted reward of the graph
+  torch::Tensor embeddings;       ///< [N, hidden] encoder output (for tests)
+
+  /// The logits of `task` (undefined when the policy does not decide it).
+  [[nodiscard]] const torch::Tensor& of(GoTask task) const;
 };
 
 class GoPolicyImpl : public torch::nn::Module {
@@ -102,12 +129,21 @@ class GoPolicyImpl : public torch::nn::Module {
 
  private:
   torch::Tensor attend(torch::Tensor x, const torch::Tensor& graph_embedding);
+  /// The task layers and heads (task_layers); returns the last task layer's output.
+  torch::Tensor forward_tasks(const torch::Tensor& shared, const torch::Tensor& masked,
+                              PolicyOutput& out);
 
   GraphSageEncoder encoder_{nullptr};
   torch::nn::ModuleList attention_;
   torch::nn::Linear modulation_{nullptr};  ///< graph embedding -> (gate, shift) per layer
   torch::nn::Embedding previous_device_{nullptr};
   torch::nn::Linear placement_{nullptr};
+  // Multi-task parts (task_layers): per task an attention layer, a head (placement_ for
+  // placement) and an embedding of its decision distribution for the next task's input.
+  torch::nn::ModuleList task_attention_;
+  torch::nn::Linear priority_{nullptr};
+  torch::nn::Linear fusion_{nullptr};
+  torch::nn::ModuleList decision_embedding_;
   torch::nn::Linear value_hidden_{nullptr};
   torch::nn::Linear value_out_{nullptr};
 };

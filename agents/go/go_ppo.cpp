@@ -4,12 +4,43 @@
 #include <cmath>
 #include <limits>
 
+#include "agents/baselines/tf_default.h"
 #include "agents/placement_utils.h"
 
 namespace gopt::agents::go {
 
-PpoTask::PpoTask(Environment& environment)
-    : env(&environment), tensors(make_graph_tensors(environment.problem().graph)) {}
+torch::Tensor& TaskActions::of(GoTask task) {
+  switch (task) {
+    case GoTask::kPlacement:
+      return placement;
+    case GoTask::kScheduling:
+      return priority;
+    case GoTask::kFusion:
+      return fusion;
+  }
+  return placement;
+}
+
+PpoTask::PpoTask(Environment& environment, DecisionBase base_)
+    : env(&environment),
+      tensors(make_graph_tensors(environment.problem().graph)),
+      base(std::move(base_)) {}
+
+namespace {
+
+// Values by node from values by topological position.
+std::vector<std::int32_t> by_node(const torch::Tensor& by_position, const GraphTensors& tensors) {
+  auto values = by_position.to(torch::kLong).contiguous();
+  const auto* v = values.data_ptr<std::int64_t>();
+  const auto* order = tensors.order.data_ptr<std::int64_t>();
+  std::vector<std::int32_t> out(static_cast<std::size_t>(tensors.num_nodes));
+  for (std::int64_t p = 0; p < tensors.num_nodes; ++p) {
+    out[static_cast<std::size_t>(order[p])] = static_cast<std::int32_t>(v[p]);
+  }
+  return out;
+}
+
+}  // namespace
 
 core::Decision placement_decision(const torch::Tensor& devices_by_position,
                                   const GraphTensors& tensors, const core::CompiledGraph& graph) {
@@ -26,11 +57,31 @@ core::Decision placement_decision(const torch::Tensor& devices_by_position,
   return decision;
 }
 
+core::Decision task_decision(const TaskActions& actions, const GraphTensors& tensors,
+                             const core::CompiledGraph& graph, const DecisionBase& base) {
+  core::Decision d = actions.placement.defined()
+                         ? placement_decision(actions.placement, tensors, graph)
+                         : core::Decision{base.decision.placement, std::nullopt, std::nullopt};
+  d.priority =
+      actions.priority.defined() ? by_node(actions.priority, tensors) : base.decision.priority;
+  if (actions.fusion.defined()) {
+    d.fusion = by_node(actions.fusion, tensors);
+  } else if (base.xla_fusion) {
+    d.fusion = xla_fusion_priorities(graph, d.placement ? d.placement->data() : nullptr,
+                                     XlaFusionOptions());
+  } else {
+    d.fusion = base.decision.fusion;
+  }
+  return d;
+}
+
 core::Decision greedy_decision(GoPolicy& policy, const GraphTensors& tensors,
-                               const Problem& problem) {
+                               const Problem& problem, const DecisionBase& base) {
   torch::NoGradGuard no_grad;
   auto out = policy->forward(tensors, problem.num_devices());
-  return placement_decision(out.logits.argmax(1), tensors, problem.graph);
+  TaskActions actions;
+  for (auto task : enabled_tasks(policy->options)) actions.of(task) = out.of(task).argmax(1);
+  return task_decision(actions, tensors, problem.graph, base);
 }
 
 PpoTrainer::PpoTrainer(GoPolicy policy, torch::optim::Adam& optimizer, PpoOptions options,
@@ -69,21 +120,26 @@ PpoStepStats PpoTrainer::step(PpoTask& task) {
   const auto& g = task.tensors;
   const auto devices = static_cast<std::int64_t>(problem.num_devices());
   const auto k = options_.samples_per_step;
+  const auto tasks = enabled_tasks(policy_->options);
   PpoStepStats stats;
 
-  // Sample k placements from the current policy.
-  torch::Tensor actions;
-  torch::Tensor old_log_probs;
+  // Sample k decisions from the current policy: per task, per node, all nodes at once.
+  TaskActions actions;        // [N, k] per task
+  TaskActions old_log_probs;  // [N, k] per task
   torch::Tensor old_value;
   {
     torch::NoGradGuard no_grad;
     auto out = policy_->forward(g, devices);
-    auto log_probs = torch::log_softmax(out.logits, 1);
-    actions = sample_actions(log_probs, g, k);  // [N, k]
-    old_log_probs = log_probs.gather(1, actions);
+    TaskActions greedy;
+    for (auto t : tasks) {
+      auto log_probs = torch::log_softmax(out.of(t), 1);
+      actions.of(t) = sample_actions(log_probs, g, k);
+      old_log_probs.of(t) = log_probs.gather(1, actions.of(t));
+      greedy.of(t) = out.of(t).argmax(1);
+    }
     old_value = out.value;
     if (options_.evaluate_greedy) {
-      (void)env.evaluate(placement_decision(out.logits.argmax(1), g, problem.graph));
+      (void)env.evaluate(task_decision(greedy, g, problem.graph, task.base));
       ++stats.samples;
     }
   }
@@ -92,7 +148,9 @@ PpoStepStats PpoTrainer::step(PpoTask& task) {
   double time_sum = 0;
   std::int64_t valid = 0;
   for (std::int64_t s = 0; s < k; ++s) {
-    auto e = env.evaluate(placement_decision(actions.select(1, s), g, problem.graph));
+    TaskActions sample;
+    for (auto t : tasks) sample.of(t) = actions.of(t).select(1, s);
+    auto e = env.evaluate(task_decision(sample, g, problem.graph, task.base));
     ++stats.samples;
     if (e.oom) {
       ++stats.oom;
@@ -113,21 +171,27 @@ PpoStepStats PpoTrainer::step(PpoTask& task) {
   if (k > 1) advantage = (advantage - advantage.mean()) / (advantage.std() + 1e-6);
   advantage = advantage.unsqueeze(0);  // [1, k]
 
-  // The joint action's objective: summed over the nodes that decide, averaged over samples.
-  const auto mask = g.action_mask.unsqueeze(1);  // [N, 1]
+  // The joint action's objective: every node's choice in every task is one factor of the
+  // joint action, all sharing its advantage; summed over the factors that decide (colocated
+  // ops follow their group for placement), averaged over the samples.
+  const auto all_nodes = torch::ones_like(g.action_mask);
   const double normaliser = static_cast<double>(k);
   auto params = policy_->parameters();
   for (std::int64_t epoch = 0; epoch < options_.epochs; ++epoch) {
     auto out = policy_->forward(g, devices);
-    auto log_probs = torch::log_softmax(out.logits, 1);
-    auto ratio = torch::exp(log_probs.gather(1, actions) - old_log_probs);
-    auto surrogate =
-        torch::min(ratio * advantage,
-                   torch::clamp(ratio, 1.0 - options_.clip, 1.0 + options_.clip) * advantage);
-    auto policy_loss = -(surrogate * mask).sum() / normaliser;
+    torch::Tensor policy_loss = torch::zeros({});
+    torch::Tensor node_entropy = torch::zeros({g.num_nodes});
+    for (auto t : tasks) {
+      const auto& mask = t == GoTask::kPlacement ? g.action_mask : all_nodes;
+      auto log_probs = torch::log_softmax(out.of(t), 1);
+      auto ratio = torch::exp(log_probs.gather(1, actions.of(t)) - old_log_probs.of(t));
+      auto surrogate =
+          torch::min(ratio * advantage,
+                     torch::clamp(ratio, 1.0 - options_.clip, 1.0 + options_.clip) * advantage);
+      policy_loss = policy_loss - (surrogate * mask.unsqueeze(1)).sum() / normaliser;
+      node_entropy = node_entropy - (log_probs.exp() * log_probs).sum(1) * mask;
+    }
     auto value_loss = (out.value - reward).pow(2).mean();
-    auto node_entropy = -(log_probs.exp() * log_probs).sum(1) * g.action_mask;
-    auto entropy = node_entropy.sum() / g.action_mask.sum().clamp_min(1.0);
     auto loss =
         policy_loss + options_.value_coef * value_loss - options_.entropy_coef * node_entropy.sum();
     optimizer_->zero_grad();
@@ -137,7 +201,7 @@ PpoStepStats PpoTrainer::step(PpoTask& task) {
     if (epoch == 0) {
       stats.policy_loss = policy_loss.item<double>();
       stats.value_loss = value_loss.item<double>();
-      stats.entropy = entropy.item<double>();
+      stats.entropy = (node_entropy.sum() / g.action_mask.sum().clamp_min(1.0)).item<double>();
     }
   }
   return stats;

@@ -61,11 +61,30 @@ struct PpoOptions {
   bool layer_exploration = true;
 };
 
+/// What a decision keeps for the tasks the policy does not decide (multi-task GO's
+/// single-task variants keep TensorFlow's default for the others).
+struct DecisionBase {
+  core::Decision decision;  ///< placement / priority / fusion used when not decided
+  /// Fusion not decided: XLA-style rule-based fusion (agents/baselines/tf_default.h) for the
+  /// decision's placement instead of `decision.fusion`.
+  bool xla_fusion = false;
+};
+
+/// Per-task actions, by topological position ([N] int64; undefined: not decided).
+struct TaskActions {
+  torch::Tensor placement;
+  torch::Tensor priority;
+  torch::Tensor fusion;
+
+  [[nodiscard]] torch::Tensor& of(GoTask task);
+};
+
 /// One graph being trained on, with its per-graph reward reference.
 struct PpoTask {
-  explicit PpoTask(Environment& environment);
+  explicit PpoTask(Environment& environment, DecisionBase base = {});
   Environment* env;
   GraphTensors tensors;
+  DecisionBase base;
   double reference_s = 0;  ///< set from the first valid sample
 };
 
@@ -75,7 +94,7 @@ struct PpoStepStats {
   double mean_reward = 0;
   double policy_loss = 0;
   double value_loss = 0;
-  double entropy = 0;        ///< mean per-node entropy (nats)
+  double entropy = 0;        ///< mean per-node entropy (nats), summed over the tasks
   std::int64_t samples = 0;  ///< simulations this update
   std::int64_t oom = 0;      ///< sampled placements that ran out of memory
 };
@@ -85,9 +104,16 @@ struct PpoStepStats {
                                                 const GraphTensors& tensors,
                                                 const core::CompiledGraph& graph);
 
-/// The greedy (argmax) placement of `policy` for `problem`.
+/// Turns per-task actions into a Decision: decided fields from `actions` (placement with
+/// colocation applied, priority levels as priorities, fusion levels as fusion priorities),
+/// the others from `base`.
+[[nodiscard]] core::Decision task_decision(const TaskActions& actions, const GraphTensors& tensors,
+                                           const core::CompiledGraph& graph,
+                                           const DecisionBase& base);
+
+/// The greedy (argmax) decision of `policy` for `problem`.
 [[nodiscard]] core::Decision greedy_decision(GoPolicy& policy, const GraphTensors& tensors,
-                                             const Problem& problem);
+                                             const Problem& problem, const DecisionBase& base = {});
 
 class PpoTrainer {
  public:

@@ -1,4 +1,4 @@
-// `gopt run` and `gopt table` end to end: results files, planned agents, --jobs giving the
+// `gopt run` and `gopt table` end to end: results files, --jobs giving the
 // same numbers, a run killed with SIGKILL and resumed giving the same results as an
 // uninterrupted one, Ctrl-C, and the tables of a fixture file.
 #include <fcntl.h>
@@ -53,7 +53,7 @@ fs::path temp_dir() {
   return dir;
 }
 
-// A small experiment: two graphs, baselines, a planned agent and a short HDP run.
+// A small experiment: two graphs, baselines and a short HDP run.
 fs::path write_config(const fs::path& dir, int hdp_steps, const std::string& seeds) {
   auto path = dir / "small.yaml";
   std::ofstream(path) << "name: small\n"
@@ -69,7 +69,6 @@ fs::path write_config(const fs::path& dir, int hdp_steps, const std::string& see
                          "agents:\n"
                          "  - single_device\n"
                          "  - random\n"
-                         "  - go_multitask\n"
                          "  - name: hdp\n"
                          "    options: {samples_per_step: 2, groups: 8}\n"
                          "    budget: {steps: "
@@ -133,17 +132,13 @@ std::size_t wait_for_results(const fs::path& file, std::size_t n, double timeout
   return 0;
 }
 
-TEST(RunCommandTest, RunsSkipsPlannedAgentsAndJobsDoNotChangeResults) {
+TEST(RunCommandTest, RunsAndJobsDoNotChangeResults) {
   auto dir = temp_dir();
   auto config = write_config(dir, 3, "[1, 2]");
   auto one = run_command(kGopt + " run " + config.string() + " --out " + (dir / "one.h5").string());
   ASSERT_EQ(one.exit_code, 0) << one.err;
-  EXPECT_TRUE(contains(one.err, "skipping agent 'go_multitask' (go_multitask: multi-task GO"))
-      << one.err;
-  EXPECT_TRUE(contains(one.err, "planned, not implemented in this build yet")) << one.err;
   EXPECT_TRUE(contains(one.err, "[12/12]")) << one.err;  // plain progress lines
   EXPECT_TRUE(contains(one.out, "small: 12 new results written to")) << one.out;
-  EXPECT_TRUE(contains(one.out, "4 jobs skipped: their agents are planned")) << one.out;
 
   auto two = run_command(kGopt + " run " + config.string() + " --jobs 3 --out " +
                          (dir / "two.h5").string());
@@ -279,16 +274,15 @@ TEST(ShippedConfigsTest, SmallVariantsRunAndPrintTheirTables) {
   auto dir = temp_dir();
   struct Case {
     std::string config;
-    std::string said;   // what the run must say (a skipped planned agent, a phase)
+    std::string said;   // what the run must say (a job, a phase, a skipped backend)
     std::string table;  // what `gopt table` must print
   };
   for (const Case& c :
        {Case{"table1_placement_small", "transformer_xl_2 / go_one / seed 1", "go_one (ms)"},
         Case{"table2_generalization_small", "pretraining go_pretrain (seed 1)",
              "## Generalization: step time on held-out graphs"},
-        Case{"table3_multitask_small", "skipping agent 'go_multitask'",
-             "| workload         | TF default (ms) | single GPU (ms) | heft vs TF "
-             "default | heft vs single GPU |"},
+        Case{"table3_multitask_small", "wavenet_2 / go_multitask / seed 1",
+             "go_multitask vs best single task"},
         Case{"validation_small", "skipping simulator validation on backend 'cpu'",
              "## Simulator validation"}}) {
     SCOPED_TRACE(c.config);

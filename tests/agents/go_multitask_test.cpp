@@ -1,0 +1,259 @@
+// Multi-task GO (issue #9): the policy's scheduling and fusion heads, how per-task actions
+// become a Decision, validity of the fused groups of sampled decisions, and learning on the
+// three task graphs (tests/support/task_graphs.h) where only one task pays off: the matching
+// single-task agent improves each, the joint agent improves all three.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "agents/baselines/tf_default.h"
+#include "agents/decision_utils.h"
+#include "agents/go/go_agent.h"
+#include "agents/go/go_model.h"
+#include "agents/go/go_ppo.h"
+#include "agents/registry.h"
+#include "agents/torch_utils.h"
+#include "core/errors.h"
+#include "tests/agents/agents_test_util.h"
+#include "tests/support/random_dag.h"
+#include "tests/support/task_graphs.h"
+
+namespace gopt::agents::go {
+namespace {
+
+using gopt::testing::TaskGraph;
+using testing::Curve;
+
+GoPolicyOptions task_options(bool place, bool schedule, bool fuse) {
+  return GoPolicyOptions()
+      .hidden(16)
+      .heads(2)
+      .segment_length(4)
+      .max_devices(4)
+      .place(place)
+      .schedule(schedule)
+      .fuse(fuse)
+      .task_layers(true)
+      .priority_levels(5)
+      .fusion_levels(3);
+}
+
+TEST(GoMultitaskPolicyTest, EveryTaskHasItsHeadAndOnlyThose) {
+  testing::ProblemFixture f(testing::parallel_chains(2, 5), "p100x2_pcie");
+  auto tensors = make_graph_tensors(f.compiled);
+  const auto n = static_cast<std::int64_t>(f.compiled.num_nodes());
+  core::Rng rng(3);
+  GoPolicy joint(task_options(true, true, true));
+  initialise(*joint, rng);
+  auto out = joint->forward(tensors, 2);
+  EXPECT_EQ(out.logits.sizes(), (std::vector<std::int64_t>{n, 4}));
+  EXPECT_EQ(out.priority_logits.sizes(), (std::vector<std::int64_t>{n, 5}));
+  EXPECT_EQ(out.fusion_logits.sizes(), (std::vector<std::int64_t>{n, 3}));
+  EXPECT_EQ(out.value.dim(), 0);
+  // Devices beyond the cluster stay masked in the multi-task network too.
+  EXPECT_EQ(torch::softmax(out.logits, 1).select(1, 3).max().item<float>(), 0.0F);
+
+  GoPolicy scheduling(task_options(false, true, false));
+  initialise(*scheduling, rng);
+  auto s = scheduling->forward(tensors, 2);
+  EXPECT_FALSE(s.logits.defined());
+  EXPECT_FALSE(s.fusion_logits.defined());
+  EXPECT_EQ(s.priority_logits.size(1), 5);
+  EXPECT_EQ(enabled_tasks(scheduling->options), std::vector<GoTask>{GoTask::kScheduling});
+
+  // Scheduling and fusion need the per-task layers; a policy deciding nothing is an error.
+  EXPECT_THROW(GoPolicy(GoPolicyOptions().place(false).schedule(true)), c10::Error);
+  EXPECT_THROW(GoPolicy(task_options(false, false, false)), c10::Error);
+}
+
+TEST(GoMultitaskPolicyTest, LaterTasksSeeEarlierDecisions) {
+  // The fusion head reads the placement head's decision distribution: changing only the
+  // placement head's weights changes the fusion logits.
+  testing::ProblemFixture f(testing::parallel_chains(2, 5), "p100x2_pcie");
+  auto tensors = make_graph_tensors(f.compiled);
+  core::Rng rng(4);
+  GoPolicy policy(task_options(true, false, true));
+  initialise(*policy, rng);
+  torch::NoGradGuard no_grad;
+  auto before = policy->forward(tensors, 2).fusion_logits.clone();
+  for (const auto& p : policy->named_parameters()) {
+    if (p.key().rfind("placement.", 0) == 0) p.value().mul_(-3.0);
+  }
+  auto after = policy->forward(tensors, 2).fusion_logits;
+  EXPECT_GT((after - before).abs().max().item<float>(), 1e-4F);
+}
+
+TEST(GoMultitaskDecisionTest, ActionsBecomeDecisionFieldsAndTheRestKeepTheBase) {
+  auto t = gopt::testing::fusion_task_graph(4);  // x, op0..op3, sum
+  auto graph = core::CompiledGraph::compile(t.graph);
+  auto tensors = make_graph_tensors(graph);
+  const auto n = tensors.num_nodes;
+  DecisionBase base;
+  base.decision.placement = std::vector<core::DeviceId>(static_cast<std::size_t>(n), 1);
+  base.decision.priority = std::vector<std::int32_t>(static_cast<std::size_t>(n), 7);
+
+  TaskActions actions;  // by topological position: fusion level = position % 3
+  actions.fusion = torch::arange(n, torch::kLong).remainder(3);
+  auto d = task_decision(actions, tensors, graph, base);
+  EXPECT_EQ(d.placement, base.decision.placement);
+  EXPECT_EQ(d.priority, base.decision.priority);
+  ASSERT_TRUE(d.fusion.has_value());
+  const auto* order = tensors.order.data_ptr<std::int64_t>();
+  for (std::int64_t p = 0; p < n; ++p) {
+    EXPECT_EQ((*d.fusion)[static_cast<std::size_t>(order[p])], p % 3) << "position " << p;
+  }
+
+  // Fusion not decided with the XLA default: the rule-based priorities for the decision's
+  // own placement.
+  base.xla_fusion = true;
+  actions = TaskActions();
+  actions.placement = torch::zeros({n}, torch::kLong);
+  d = task_decision(actions, tensors, graph, base);
+  EXPECT_EQ(d.placement, std::vector<core::DeviceId>(static_cast<std::size_t>(n), 0));
+  EXPECT_EQ(d.fusion, xla_fusion_priorities(graph, d.placement->data(), XlaFusionOptions()));
+  EXPECT_EQ(d.priority, base.decision.priority);
+}
+
+TEST(GoMultitaskDecisionTest, SampledJointDecisionsAreValid) {
+  // An untrained joint policy samples placements, priorities and fusion all over the place;
+  // every decision it gives must validate and its fused groups must be acyclic and each on
+  // one device.
+  testing::ProblemFixture f(
+      gopt::testing::random_dag(gopt::testing::RandomDagOptions().with_nodes(300).with_seed(11)),
+      "p100x4_pcie");
+  const auto& graph = f.compiled;
+  Environment env(f.problem);
+  core::Rng rng(5);
+  GoPolicy policy(task_options(true, true, true));
+  initialise(*policy, rng);
+  torch::optim::Adam adam(policy->parameters(), torch::optim::AdamOptions(1e-3));
+  PpoOptions ppo;
+  ppo.samples_per_step = 8;
+  ppo.epochs = 1;
+  PpoTrainer trainer(policy, adam, ppo, make_generator(rng));
+  PpoTask task(env);
+  for (int step = 0; step < 2; ++step) (void)trainer.step(task);
+  EXPECT_EQ(env.samples(), 2 * trainer.samples_per_update());
+  const auto& best = env.best_decision();
+  ASSERT_TRUE(best.fusion.has_value());
+  ASSERT_TRUE(best.priority.has_value());
+  EXPECT_NO_THROW(core::validate_decision(best, graph.num_nodes(), 4));
+  EXPECT_EQ(fused_group_problem(f.compiled, best), "");
+  // And every sampled-like decision: draw actions uniformly and check them all.
+  auto tensors = make_graph_tensors(f.compiled);
+  auto gen = make_generator(rng);
+  for (int i = 0; i < 20; ++i) {
+    TaskActions a;
+    a.placement = torch::randint(4, {tensors.num_nodes}, gen, torch::kLong);
+    a.priority = torch::randint(5, {tensors.num_nodes}, gen, torch::kLong);
+    a.fusion = torch::randint(3, {tensors.num_nodes}, gen, torch::kLong);
+    auto d = task_decision(a, tensors, f.compiled, DecisionBase());
+    EXPECT_NO_THROW(core::validate_decision(d, f.compiled.num_nodes(), 4));
+    EXPECT_EQ(fused_group_problem(f.compiled, d), "") << "draw " << i;
+  }
+}
+
+// Trains a GO agent deciding the given tasks on `t`, the other tasks keeping t.baseline, and
+// returns the step time of its final decision.
+double train_on(const TaskGraph& t, const std::string& profile, bool place, bool schedule,
+                bool fuse, std::int64_t steps) {
+  testing::ProblemFixture f(t.graph, profile, 3);
+  GoOptions o;
+  o.policy = task_options(place, schedule, fuse);
+  o.ppo.samples_per_step = 8;
+  o.seed = 1;
+  o.name = "go_test";
+  const core::Decision baseline = t.baseline;
+  o.base = [baseline](const Problem&) { return DecisionBase{baseline, false}; };
+  auto agent = make_go_agent(o);
+  Environment env(f.problem);
+  agent->train(env, TrainBudget().with_steps(steps), nullptr);
+  auto decision = agent->propose(f.problem);
+  EXPECT_EQ(fused_group_problem(f.compiled, decision), "");
+  Environment check(f.problem);
+  return check.evaluate(decision).step_time_s;
+}
+
+struct TaskCase {
+  const char* name;
+  TaskGraph graph;
+  const char* profile;
+  bool place, schedule, fuse;  // the single task that pays off here
+};
+
+std::vector<TaskCase> task_cases() {
+  return {{"scheduling", gopt::testing::scheduling_task_graph(), "p100x2_pcie", false, true, false},
+          {"fusion", gopt::testing::fusion_task_graph(), "p100x2_pcie", false, false, true},
+          {"placement", gopt::testing::placement_task_graph(), "p100x4_pcie", true, false, false}};
+}
+
+double baseline_time(const TaskCase& c, const core::Decision& d) {
+  testing::ProblemFixture f(c.graph.graph, c.profile);
+  Environment env(f.problem);
+  return env.evaluate(d).step_time_s;
+}
+
+TEST(GoMultitaskAgentTest, EachSingleTaskAgentImprovesItsTaskGraph) {
+  for (const auto& c : task_cases()) {
+    SCOPED_TRACE(c.name);
+    const double base = baseline_time(c, c.graph.baseline);
+    const double improved = baseline_time(c, c.graph.improved);
+    ASSERT_LT(improved, 0.8 * base);  // the task is worth learning
+    const double learned = train_on(c.graph, c.profile, c.place, c.schedule, c.fuse, 30);
+    // As good as the known improvement (the graphs are small enough to find it).
+    EXPECT_LT(learned, 1.02 * improved) << "baseline " << base << " known improvement " << improved;
+  }
+}
+
+TEST(GoMultitaskAgentTest, JointAgentImprovesAllThreeTaskGraphs) {
+  for (const auto& c : task_cases()) {
+    SCOPED_TRACE(c.name);
+    const double base = baseline_time(c, c.graph.baseline);
+    const double improved = baseline_time(c, c.graph.improved);
+    const double learned = train_on(c.graph, c.profile, true, true, true, 40);
+    // Deciding all three tasks, it still finds each graph's improvement (on the scheduling
+    // graph it also places better than the fixed placement).
+    EXPECT_LT(learned, 1.02 * improved) << "baseline " << base << " known improvement " << improved;
+  }
+}
+
+TEST(GoMultitaskAgentTest, RegisteredVariantsDecideTheirTasks) {
+  AgentRegistry r;
+  register_builtin_agents(r);
+  for (const char* name : {"go_placement", "go_scheduling", "go_fusion", "go_placement_scheduling",
+                           "go_placement_fusion", "go_scheduling_fusion", "go_multitask"}) {
+    SCOPED_TRACE(name);
+    ASSERT_TRUE(r.contains(name));
+    EXPECT_TRUE(r.info(name).learner);
+    auto agent = r.create(name, {{"hidden", "16"}, {"segment_length", "4"}});
+    EXPECT_EQ(agent->name(), name);
+  }
+  // The multi-task options are checked with the field named.
+  try {
+    (void)r.create("go_multitask", {{"fusion_levels", "1"}});
+    FAIL() << "fusion_levels 1 accepted";
+  } catch (const core::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("agents.go_multitask.fusion_levels"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(GoMultitaskAgentTest, SchedulingVariantKeepsTheExpertPlacementAndXlaFusion) {
+  // On a suite-like graph go_scheduling decides priorities only: its decisions carry the
+  // human expert's placement and the XLA-style fusion of tf_default.
+  testing::ProblemFixture f(testing::parallel_chains(3, 6), "p100x4_pcie", 2);
+  AgentRegistry r;
+  register_builtin_agents(r);
+  auto agent = r.create("go_scheduling", {{"hidden", "16"}, {"segment_length", "4"}});
+  Environment env(f.problem);
+  agent->train(env, TrainBudget().with_steps(2), nullptr);
+  auto d = agent->propose(f.problem);
+  auto tf = r.create("tf_default", {})->propose(f.problem);
+  EXPECT_EQ(d.placement, tf.placement);
+  EXPECT_EQ(d.fusion, tf.fusion);
+  ASSERT_TRUE(d.priority.has_value());
+}
+
+}  // namespace
+}  // namespace gopt::agents::go
