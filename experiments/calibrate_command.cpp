@@ -57,6 +57,7 @@ std::string sci(double v) {
 // links to a `host_memory` switch, each hop carrying half the fitted copy latency, so that a
 // worker-to-worker route (two hops) costs the fitted latency plus bytes at the fitted rate.
 hardware::ClusterSpec cpu_spec(const hardware::RooflineFit& fit,
+                               const hardware::ExecutorFit& executor,
                                const std::optional<hardware::LinkFit>& link, int devices,
                                const std::string& name) {
   hardware::ClusterSpec spec;
@@ -73,18 +74,22 @@ hardware::ClusterSpec cpu_spec(const hardware::RooflineFit& fit,
     dev.peak_flops(core::DType::kFloat32, fit.peak_flops_per_s)
         .memory_bandwidth(fit.memory_bandwidth_bytes_per_s)
         .memory_capacity(memory / devices)
-        .launch_overhead(fit.launch_overhead_s);
+        .launch_overhead(fit.launch_overhead_s)
+        .executor_overhead(executor.per_op_s);
     dev.compute_efficiency = fit.compute_efficiency;
     dev.memory_efficiency = fit.memory_efficiency;
+    // Ops of these kinds compute nothing (a reshape is a view): they cost the executor
+    // overhead alone.
     for (auto k : {core::OpKind::kInput, core::OpKind::kVariable, core::OpKind::kReshape,
                    core::OpKind::kControl}) {
       dev.without_kernel(k);
     }
     dev.source =
-        "Fitted by least squares (relative error) to chains of identical LibTorch ops per op "
-        "kind; peak and bandwidth are the best rates the fit found (efficiency 1 for the best "
-        "kind); launch overhead includes the executor's per-op cost. Input, variable, reshape "
-        "and control ops do no work in the backend.";
+        "Executor overhead per op: slope of the step time of NoOp chains against their length. "
+        "Roofline and time curves: fitted by least squares (relative error) to chains of "
+        "identical LibTorch ops per op kind, less the executor overhead of each op and its "
+        "input placeholders; peak and bandwidth are the best rates the fit found (efficiency 1 "
+        "for the best kind). Input, variable, reshape and control ops do no work in the backend.";
     spec.add_device(dev);
   }
   if (devices > 1 && link) {
@@ -101,11 +106,15 @@ hardware::ClusterSpec cpu_spec(const hardware::RooflineFit& fit,
   return spec;
 }
 
-std::string fit_notes(const hardware::RooflineFit& fit,
+std::string fit_notes(const hardware::RooflineFit& fit, const hardware::ExecutorFit& executor,
                       const std::optional<hardware::LinkFit>& link) {
-  std::string n = "Roofline fit over " + std::to_string(fit.overall.samples) +
-                  " microbenchmarks: relative error rms " + pct(fit.overall.rms_rel_error) +
-                  ", max " + pct(fit.overall.max_rel_error) + ". Per kind (rms / max):";
+  std::string n = "Executor overhead " + core::format_seconds(executor.per_op_s) + " per op and " +
+                  core::format_seconds(executor.per_step_s) + " per step over " +
+                  std::to_string(executor.residuals.samples) + " NoOp chains (rms " +
+                  pct(executor.residuals.rms_rel_error) + "). Roofline fit over " +
+                  std::to_string(fit.overall.samples) + " microbenchmarks: relative error rms " +
+                  pct(fit.overall.rms_rel_error) + ", max " + pct(fit.overall.max_rel_error) +
+                  ". Per kind (rms / max):";
   for (int k = 0; k < core::kNumOpKinds; ++k) {
     const auto& r = fit.residuals[static_cast<std::size_t>(k)];
     if (r.samples == 0) continue;
@@ -168,18 +177,24 @@ int run_calibrate(const CalibrateArgs& args, CliContext& ctx) {
     };
     auto m = hardware::backend::measure_for_calibration(*backend, options);
     if (tty) ctx.err << "\n";
-    auto fit = hardware::fit_roofline(m.ops);
+    auto executor = hardware::fit_executor_overhead(m.executor);
+    auto kernels = hardware::without_executor_overhead(m.ops, executor.per_op_s);
+    auto fit = hardware::fit_roofline(kernels);
     if (!args.samples.empty()) {
-      std::string csv = "kind,label,flops,bytes,measured_s,fitted_s\n";
-      for (const auto& s : m.ops) {
-        char row[96];
-        std::snprintf(row, sizeof row, ",%.6g,%lld,%.6g,%.6g\n", s.flops,
-                      static_cast<long long>(s.bytes), s.time_s, hardware::predict(fit, s));
+      // measured_s: chain time per op; kernel_s: less the executor overhead of the op and
+      // its placeholders (what the fits describe); fitted_s: the roofline's kernel time.
+      std::string csv = "kind,label,flops,bytes,measured_s,kernel_s,fitted_s\n";
+      for (std::size_t i = 0; i < m.ops.size(); ++i) {
+        const auto& s = kernels[i];
+        char row[128];
+        std::snprintf(row, sizeof row, ",%.6g,%lld,%.6g,%.6g,%.6g\n", s.flops,
+                      static_cast<long long>(s.bytes), m.ops[i].time_s, s.time_s,
+                      hardware::predict(fit, s));
         csv += std::string(core::to_string(s.kind)) + "," + s.label + row;
       }
       for (const auto& c : m.copies) {
         char row[96];
-        std::snprintf(row, sizeof row, "copy,copy,0,%lld,%.6g,\n", static_cast<long long>(c.bytes),
+        std::snprintf(row, sizeof row, "copy,copy,0,%lld,%.6g,,\n", static_cast<long long>(c.bytes),
                       c.time_s);
         csv += row;
       }
@@ -201,11 +216,13 @@ int run_calibrate(const CalibrateArgs& args, CliContext& ctx) {
                    "latency and bandwidth taken from the smallest and largest copies\n";
       }
     }
-    auto curves = hardware::build_time_curves(m.ops, fit);
-    spec = cpu_spec(fit, link, args.devices, name);
+    auto curves = hardware::build_time_curves(kernels, fit);
+    spec = cpu_spec(fit, executor, link, args.devices, name);
+    auto shapes = hardware::build_shape_tables(kernels);
     for (auto& dev : spec.devices) {
       dev.op_type_curves = curves.op_types;
       dev.kind_curves = curves.kinds;
+      dev.op_type_shapes = shapes;
     }
     char parallel[320] = "";
     if (args.devices > 1) {
@@ -218,7 +235,7 @@ int run_calibrate(const CalibrateArgs& args, CliContext& ctx) {
                                              : "");
       summary["parallel_speedup"] = m.parallel_speedup;
     }
-    notes = fit_notes(fit, link) + parallel + " Time curves of " +
+    notes = fit_notes(fit, executor, link) + parallel + " Time curves of " +
             std::to_string(curves.op_types.size()) +
             " op types (the calibrated cost model uses them): leave-one-out interpolation error "
             "rms " +
@@ -229,6 +246,8 @@ int run_calibrate(const CalibrateArgs& args, CliContext& ctx) {
                          {"leave_one_out_rms_rel_error", curves.leave_one_out.rms_rel_error},
                          {"leave_one_out_max_rel_error", curves.leave_one_out.max_rel_error}};
     summary["launch_overhead_s"] = fit.launch_overhead_s;
+    summary["executor_overhead_s"] = executor.per_op_s;
+    summary["executor_step_s"] = executor.per_step_s;
     summary["peak_flops_per_s"] = fit.peak_flops_per_s;
     summary["memory_bandwidth_bytes_per_s"] = fit.memory_bandwidth_bytes_per_s;
     summary["rms_rel_error"] = fit.overall.rms_rel_error;
@@ -276,7 +295,9 @@ int run_calibrate(const CalibrateArgs& args, CliContext& ctx) {
       << " devices)\n";
   out << "machine:  " << spec.provenance.machine << "\n";
   if (summary.contains("launch_overhead_s")) {
-    out << "launch overhead " << core::format_seconds(summary["launch_overhead_s"].get<double>())
+    out << "executor overhead "
+        << core::format_seconds(summary["executor_overhead_s"].get<double>()) << " per op, "
+        << "launch overhead " << core::format_seconds(summary["launch_overhead_s"].get<double>())
         << ", peak " << sci(summary["peak_flops_per_s"].get<double>()) << " FLOP/s, bandwidth "
         << core::format_bytes(summary["memory_bandwidth_bytes_per_s"].get<double>()) << "/s\n";
     out << "kind             compute  memory   rms err  max err  samples\n";

@@ -257,12 +257,87 @@ TimeCurves build_time_curves(const std::vector<OpSample>& samples, const Rooflin
   return curves;
 }
 
+std::map<std::string, ShapeTable> build_shape_tables(const std::vector<OpSample>& samples) {
+  std::map<std::string, std::map<std::pair<double, Bytes>, std::vector<double>>> by_type;
+  for (const auto& s : samples) {
+    if (s.op_type.empty() || !(s.time_s > 0)) continue;
+    by_type[s.op_type][{s.flops, s.bytes}].push_back(s.time_s);
+  }
+  std::map<std::string, ShapeTable> tables;
+  for (const auto& [type, shapes] : by_type) {
+    ShapeTable& t = tables[type];
+    for (const auto& [shape, times] : shapes) {
+      std::vector<double> sorted = times;
+      std::sort(sorted.begin(), sorted.end());
+      t.flops.push_back(shape.first);
+      t.bytes.push_back(shape.second);
+      t.time_s.push_back(sorted[sorted.size() / 2]);
+    }
+  }
+  return tables;
+}
+
 Seconds predict(const RooflineFit& fit, const OpSample& s) {
   auto k = static_cast<std::size_t>(s.kind);
   double compute = s.flops / (fit.peak_flops_per_s * fit.compute_efficiency[k]);
   double memory =
       static_cast<double>(s.bytes) / (fit.memory_bandwidth_bytes_per_s * fit.memory_efficiency[k]);
   return fit.launch_overhead_s + std::max(compute, memory);
+}
+
+ExecutorFit fit_executor_overhead(const std::vector<ExecutorSample>& samples) {
+  // Weighted least squares of t = a + b * ops with weights 1 / t^2, a and b >= 0.
+  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  std::map<int, int> lengths;
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    const auto& s = samples[i];
+    double t = s.time_s - s.kernel_time_s;
+    if (!(s.time_s > 0) || !(t > 0) || s.ops < 1) {
+      throw core::InputError("calibration", "executor[" + std::to_string(i) + "]",
+                             "expected a positive time above the kernels' and at least one op, "
+                             "found " +
+                                 std::to_string(s.time_s) + " s (kernels " +
+                                 std::to_string(s.kernel_time_s) + " s) for " +
+                                 std::to_string(s.ops) + " ops");
+    }
+    double w = 1.0 / (t * t);
+    auto x = static_cast<double>(s.ops);
+    sw += w;
+    sx += w * x;
+    sy += w * t;
+    sxx += w * x * x;
+    sxy += w * x * t;
+    ++lengths[s.ops];
+  }
+  if (lengths.size() < 2) {
+    throw core::InputError(
+        "calibration", "executor",
+        "expected chains of at least two lengths, found " + std::to_string(lengths.size()));
+  }
+  ExecutorFit fit;
+  double slope = (sw * sxy - sx * sy) / (sw * sxx - sx * sx);
+  double intercept = (sy - slope * sx) / sw;
+  if (intercept < 0) {
+    // Through the origin: t = b * ops.
+    slope = sxy / sxx;
+    intercept = 0;
+  }
+  fit.per_op_s = std::max(0.0, slope);
+  fit.per_step_s = intercept;
+  for (const auto& s : samples) {
+    double t = s.time_s - s.kernel_time_s;
+    add_residual(fit.residuals, (fit.per_step_s + fit.per_op_s * s.ops - t) / t);
+  }
+  finish(fit.residuals);
+  return fit;
+}
+
+std::vector<OpSample> without_executor_overhead(std::vector<OpSample> samples, Seconds per_op_s) {
+  for (auto& s : samples) {
+    Seconds executor = per_op_s * (1 + std::max(0, s.extra_executor_ops));
+    s.time_s = std::max(s.time_s - executor, 0.05 * s.time_s);
+  }
+  return samples;
 }
 
 LinkFit fit_link(const std::vector<CopySample>& samples) {
@@ -348,6 +423,9 @@ std::string profile_yaml(const ClusterSpec& spec) {
     y << "}\n    memory_bandwidth_bytes_per_s: " << num(d.memory_bandwidth_bytes_per_s) << "\n";
     y << "    memory_capacity_bytes: " << d.memory_capacity_bytes << "\n";
     y << "    launch_overhead_s: " << num(d.launch_overhead_s) << "\n";
+    if (d.executor_overhead_s > 0) {
+      y << "    executor_overhead_s: " << num(d.executor_overhead_s) << "\n";
+    }
     y << "    compute_streams: " << d.compute_streams << "\n";
     std::vector<std::string> none;
     for (int k = 0; k < core::kNumOpKinds; ++k) {
@@ -383,6 +461,18 @@ std::string profile_yaml(const ClusterSpec& spec) {
         const auto& c = d.kind_curves[static_cast<std::size_t>(k)];
         if (!c.empty())
           curve("kind:" + std::string(core::to_string(static_cast<core::OpKind>(k))), c);
+      }
+    }
+    if (!d.op_type_shapes.empty()) {
+      y << "    shape_tables:\n";
+      for (const auto& [type, t] : d.op_type_shapes) {
+        y << "      " << quoted(type) << ": {flops: [";
+        for (std::size_t i = 0; i < t.flops.size(); ++i) y << (i ? ", " : "") << num(t.flops[i]);
+        y << "], bytes: [";
+        for (std::size_t i = 0; i < t.bytes.size(); ++i) y << (i ? ", " : "") << t.bytes[i];
+        y << "], time_s: [";
+        for (std::size_t i = 0; i < t.time_s.size(); ++i) y << (i ? ", " : "") << num(t.time_s[i]);
+        y << "]}\n";
       }
     }
     if (!d.source.empty()) y << "    source: " << quoted(d.source) << "\n";

@@ -26,6 +26,9 @@ struct OpSample {
   Seconds time_s = 0;
   std::string op_type;  ///< framework op type ("MatMul"), for the time curves
   std::string label;    ///< what ran, for reports ("MatMul [64x256]")
+  /// Ops without a kernel that the measurement ran per timed op (a chain benchmark's input
+  /// placeholders): each cost the executor overhead, which is not the op's own time.
+  int extra_executor_ops = 0;
 };
 
 /// One timed copy between devices.
@@ -57,6 +60,36 @@ struct RooflineFit {
   FitResiduals overall;
 };
 
+/// One timed chain of `ops` ops (kernels and placeholders) run by a real executor: its step
+/// time and the sum of its ops' kernel times (0 for a chain of ops without kernels); the
+/// difference is what the executor added.
+struct ExecutorSample {
+  int ops = 0;
+  Seconds time_s = 0;         ///< step time of the whole chain
+  Seconds kernel_time_s = 0;  ///< sum of its kernels' own times
+};
+
+/// The executor's fixed cost per op and per step, from `time = per_step + ops * per_op`.
+struct ExecutorFit {
+  Seconds per_op_s = 0;    ///< charged to every op (DeviceSpec::executor_overhead_s)
+  Seconds per_step_s = 0;  ///< starting and ending a step (reported, not modelled)
+  FitResiduals residuals;
+};
+
+/// Fits the executor overhead per op by least squares on relative error over chains of
+/// several lengths: `time - kernel_time = per_step + ops * per_op`, both >= 0. Throws
+/// InputError for fewer than two distinct lengths, a non-positive time or kernel times that
+/// exceed the step time.
+[[nodiscard]] ExecutorFit fit_executor_overhead(const std::vector<ExecutorSample>& samples);
+
+/// The samples with the executor's part taken out: each time less `per_op_s` for the op
+/// itself and for each of its OpSample::extra_executor_ops, so that what remains is the
+/// kernel's time, which the roofline and the time curves describe (the cost model adds
+/// the executor overhead back once per op). A time never drops below 5% of the measured
+/// one (a kernel takes some time; the overhead is a median over other ops).
+[[nodiscard]] std::vector<OpSample> without_executor_overhead(std::vector<OpSample> samples,
+                                                              Seconds per_op_s);
+
 /// Fits the launch overhead (shared by all kinds) and per-kind compute and memory
 /// efficiencies by minimising the squared relative error (so microsecond and millisecond
 /// ops weigh alike). For a given overhead each kind is a two-piece linear fit (each sample
@@ -80,6 +113,12 @@ struct TimeCurves {
 
 [[nodiscard]] TimeCurves build_time_curves(const std::vector<OpSample>& samples,
                                            const RooflineFit& fit);
+
+/// The lookup tables of measured shapes per op type (DeviceSpec::op_type_shapes): one entry
+/// per distinct (FLOPs, bytes) of an op type, the median time of its samples, sorted by
+/// FLOPs then bytes.
+[[nodiscard]] std::map<std::string, ShapeTable> build_shape_tables(
+    const std::vector<OpSample>& samples);
 
 /// Predicted time of one sample under a fit (the formula above).
 [[nodiscard]] Seconds predict(const RooflineFit& fit, const OpSample& sample);

@@ -51,6 +51,7 @@ void validate_device(const DeviceSpec& d, std::size_t i, const std::string& sour
   check_positive(static_cast<double>(d.memory_capacity_bytes), source,
                  device_field(i, "memory_capacity_bytes"));
   check_non_negative(d.launch_overhead_s, source, device_field(i, "launch_overhead_s"));
+  check_non_negative(d.executor_overhead_s, source, device_field(i, "executor_overhead_s"));
   if (d.compute_streams < 1 || d.compute_streams > 64) {
     throw core::InputError(source, device_field(i, "compute_streams"),
                            "expected 1 .. 64 streams, found " + std::to_string(d.compute_streams));

@@ -11,9 +11,11 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/compiled_graph.h"
 #include "hardware/cluster.h"
@@ -80,14 +82,16 @@ struct RooflineOptions {
 };
 
 /// The roofline model:
-///   op_time    = launch_overhead_s + max(flops / (peak[dtype] * compute_efficiency[kind]),
-///                                        (bytes_read + bytes_written) /
-///                                        (memory_bandwidth * memory_efficiency[kind]))
-///   fused_time = launch_overhead_s + max(sum of the members' compute times,
-///                                        memory_traffic / (bandwidth * min member memory
-///                                        efficiency))
-/// Ops whose kind launches no kernel (DeviceSpec::no_kernel) take 0 and add nothing to a
-/// fused kernel. A link's cost is its latency and 1 / bandwidth.
+///   op_time    = executor_overhead_s + launch_overhead_s
+///                + max(flops / (peak[dtype] * compute_efficiency[kind]),
+///                      (bytes_read + bytes_written) / (memory_bandwidth *
+///                      memory_efficiency[kind]))
+///   fused_time = executor_overhead_s + launch_overhead_s
+///                + max(sum of the members' compute times,
+///                      memory_traffic / (bandwidth * min member memory efficiency))
+/// Ops whose kind launches no kernel (DeviceSpec::no_kernel) take only the executor
+/// overhead (0 in datasheet profiles) and add nothing to a fused kernel, which pays the
+/// executor overhead once. A link's cost is its latency and 1 / bandwidth.
 class RooflineCostModel final : public CostModel {
  public:
   /// Throws InputError if the compute dtype has no positive peak on some device.
@@ -101,6 +105,11 @@ class RooflineCostModel final : public CostModel {
                                    DeviceId device) const override;
   [[nodiscard]] LinkCost link_cost(LinkId link) const override;
 
+  /// The op's kernel alone: op_time without the executor overhead (0 for no-kernel kinds),
+  /// in seconds.
+  [[nodiscard]] Seconds kernel_time(const core::CompiledGraph& graph, core::NodeId op,
+                                    DeviceId device) const;
+
   /// Compute-bound part of an op's time (no launch overhead), in seconds.
   [[nodiscard]] Seconds compute_time(const core::CompiledGraph& graph, core::NodeId op,
                                      DeviceId device) const;
@@ -112,7 +121,14 @@ class RooflineCostModel final : public CostModel {
 /// The calibrated model: an op's time is read from the measured time curve of its op type
 /// on the device (DeviceSpec::op_type_curves), else of its kind (kind_curves), at the op's
 /// roofline work (the roofline time without launch overhead, see TimeCurve); ops with
-/// neither fall back to the roofline, and no-kernel kinds take 0. Curves capture
+/// neither fall back to the roofline. Every op, no-kernel kinds included, also pays the
+/// device's executor overhead (DeviceSpec::executor_overhead_s): curves hold kernel times
+/// without it (calibration subtracts it, see calibration.h). An op type with a table of
+/// measured shapes (DeviceSpec::op_type_shapes) has its curve time scaled by the measured
+/// over curve ratio of the nearest measured shapes in (log FLOPs, log bytes), weighted by
+/// inverse squared distance against a prior of no correction at distance kShapeReach: at a
+/// measured shape the model returns the measured time, far from every one the curve's.
+/// Curves capture
 /// what one roofline per kind cannot on a CPU: cache effects that make time non-linear in
 /// size and very different kernels under one kind (tanh vs add). Fused kernels and links
 /// are costed as by the roofline.
@@ -128,8 +144,27 @@ class CalibratedCostModel final : public CostModel {
                                    DeviceId device) const override;
   [[nodiscard]] LinkCost link_cost(LinkId link) const override;
 
+  /// Distance in natural-log units of (FLOPs, bytes) at which a measured shape's correction
+  /// weighs as much as no correction (2: a factor e^2 in size).
+  static constexpr double kShapeReach = 2.0;
+  /// Measured shapes that correct one op's time: the nearest this many.
+  static constexpr int kShapeNeighbours = 4;
+
  private:
+  /// A measured shape: log(1 + FLOPs), log(1 + bytes), log(measured / curve time).
+  struct ShapePoint {
+    double log_flops = 0;
+    double log_bytes = 0;
+    double log_ratio = 0;
+  };
+  /// The op type's curve (or kind curve, or roofline) time of a kernel, no correction.
+  [[nodiscard]] Seconds curve_time(const DeviceSpec& spec, const std::string& op_type,
+                                   core::OpKind kind, core::Flops flops, Bytes bytes) const;
+
   RooflineCostModel roofline_;
+  core::DType dtype_;
+  /// Per device: op type -> its measured shapes.
+  std::vector<std::map<std::string, std::vector<ShapePoint>>> shapes_;
 };
 
 /// The cost model a profile calls for: CalibratedCostModel when some device has measured

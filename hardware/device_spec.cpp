@@ -29,6 +29,10 @@ DeviceSpec& DeviceSpec::launch_overhead(Seconds seconds) {
   launch_overhead_s = seconds;
   return *this;
 }
+DeviceSpec& DeviceSpec::executor_overhead(Seconds seconds) {
+  executor_overhead_s = seconds;
+  return *this;
+}
 DeviceSpec& DeviceSpec::streams(int count) {
   compute_streams = count;
   return *this;
@@ -52,10 +56,13 @@ bool DeviceSpec::same_numbers(const DeviceSpec& other) const {
   return peak_flops_per_s == other.peak_flops_per_s &&
          memory_bandwidth_bytes_per_s == other.memory_bandwidth_bytes_per_s &&
          memory_capacity_bytes == other.memory_capacity_bytes &&
-         launch_overhead_s == other.launch_overhead_s && compute_streams == other.compute_streams &&
+         launch_overhead_s == other.launch_overhead_s &&
+         executor_overhead_s == other.executor_overhead_s &&
+         compute_streams == other.compute_streams &&
          compute_efficiency == other.compute_efficiency &&
          memory_efficiency == other.memory_efficiency && no_kernel == other.no_kernel &&
-         op_type_curves == other.op_type_curves && kind_curves == other.kind_curves;
+         op_type_curves == other.op_type_curves && kind_curves == other.kind_curves &&
+         op_type_shapes == other.op_type_shapes;
 }
 
 Seconds TimeCurve::at(double w) const {

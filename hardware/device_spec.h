@@ -57,6 +57,22 @@ struct TimeCurve {
   bool operator==(const TimeCurve& o) const { return work == o.work && time_s == o.time_s; }
 };
 
+/// Measured kernel times of one op type at the shapes calibration ran: a lookup table over
+/// (FLOPs, bytes read + written), which two numbers tell apart the shapes of one op type
+/// (a [16 x 512] x [512 x 1024] product from a [64 x 256] x [256 x 512] one of the same
+/// FLOPs). The calibrated cost model reproduces these times at these shapes and blends
+/// them into the op type's time curve nearby (cost_model.h). Entries are parallel arrays.
+struct ShapeTable {
+  std::vector<core::Flops> flops;
+  std::vector<Bytes> bytes;
+  std::vector<Seconds> time_s;  ///< kernel time, without the executor overhead
+
+  [[nodiscard]] bool empty() const { return time_s.empty(); }
+  bool operator==(const ShapeTable& o) const {
+    return flops == o.flops && bytes == o.bytes && time_s == o.time_s;
+  }
+};
+
 /// One accelerator. Devices with the same `type` must have identical numbers: cost models
 /// and the simulator compute op times once per type.
 struct DeviceSpec {
@@ -67,7 +83,13 @@ struct DeviceSpec {
   BytesPerSecond memory_bandwidth_bytes_per_s = 0;  ///< peak device-memory bandwidth
   Bytes memory_capacity_bytes = 0;                  ///< usable device memory
   Seconds launch_overhead_s = 0;                    ///< fixed cost of every kernel
-  int compute_streams = 1;                          ///< kernels that may run concurrently
+  /// Fixed cost the runtime's executor adds to every op, kernel or not (taking it from the
+  /// ready queue, tracking its dependencies, waking its consumers), in seconds. Charged by
+  /// every cost model on top of the op's own time, so ops without a kernel (reshape, inputs,
+  /// control) cost this much rather than nothing. 0 (the default, and in datasheet profiles)
+  /// when the profile does not measure it; `gopt calibrate` measures it on the CPU backend.
+  Seconds executor_overhead_s = 0;
+  int compute_streams = 1;  ///< kernels that may run concurrently
   /// Fraction of peak FLOP/s an op of each kind achieves, in (0, 1].
   std::array<double, core::kNumOpKinds> compute_efficiency{};
   /// Fraction of peak memory bandwidth an op of each kind achieves, in (0, 1].
@@ -79,6 +101,8 @@ struct DeviceSpec {
   /// model prefers them to the roofline (cost_model.h).
   std::map<std::string, TimeCurve> op_type_curves;
   std::array<TimeCurve, core::kNumOpKinds> kind_curves{};
+  /// Measured shapes per op type (calibrated profiles; empty otherwise).
+  std::map<std::string, ShapeTable> op_type_shapes;
   std::string source;  ///< provenance of these numbers (datasheet, measurement)
 
   /// A device with every efficiency 1 and nothing else set.
@@ -88,6 +112,7 @@ struct DeviceSpec {
   DeviceSpec& memory_bandwidth(BytesPerSecond bytes_per_s);
   DeviceSpec& memory_capacity(Bytes bytes);
   DeviceSpec& launch_overhead(Seconds seconds);
+  DeviceSpec& executor_overhead(Seconds seconds);
   DeviceSpec& streams(int count);
   /// Sets the compute and memory efficiency of one kind.
   DeviceSpec& efficiency(core::OpKind kind, double compute, double memory);

@@ -172,8 +172,8 @@ DeviceSpec parse_device_type(const Reader& r, const std::string& type_name, cons
   r.expect_map(node, field);
   r.check_keys(node, field,
                {"peak_flops_per_s", "memory_bandwidth_bytes_per_s", "memory_capacity_bytes",
-                "launch_overhead_s", "compute_streams", "efficiency", "no_kernel_kinds", "source",
-                "description", "time_curves"});
+                "launch_overhead_s", "executor_overhead_s", "compute_streams", "efficiency",
+                "no_kernel_kinds", "source", "description", "time_curves", "shape_tables"});
   DeviceSpec spec("", type_name);
   auto peaks = r.require(node, field, "peak_flops_per_s");
   r.expect_map(peaks, field + ".peak_flops_per_s");
@@ -197,6 +197,9 @@ DeviceSpec parse_device_type(const Reader& r, const std::string& type_name, cons
   }
   spec.launch_overhead(
       r.non_negative(r.require(node, field, "launch_overhead_s"), field + ".launch_overhead_s"));
+  if (auto overhead = node["executor_overhead_s"]; overhead.IsDefined()) {
+    spec.executor_overhead(r.non_negative(overhead, field + ".executor_overhead_s"));
+  }
   if (auto streams = node["compute_streams"]; streams.IsDefined()) {
     auto count = r.integer(streams, field + ".compute_streams");
     if (count < 1 || count > 64) {
@@ -259,6 +262,39 @@ DeviceSpec parse_device_type(const Reader& r, const std::string& type_name, cons
       } else {
         spec.op_type_curves[key] = std::move(curve);
       }
+    }
+  }
+  if (auto tables = node["shape_tables"]; tables.IsDefined()) {
+    std::string f = field + ".shape_tables";
+    r.expect_map(tables, f);
+    for (const auto& item : tables) {
+      std::string key = item.first.Scalar();
+      std::string fk = f + "." + key;
+      r.expect_map(item.second, fk);
+      r.check_keys(item.second, fk, {"flops", "bytes", "time_s"});
+      auto flops = r.require(item.second, fk, "flops");
+      auto bytes = r.require(item.second, fk, "bytes");
+      auto time = r.require(item.second, fk, "time_s");
+      r.expect_sequence(flops, fk + ".flops");
+      r.expect_sequence(bytes, fk + ".bytes");
+      r.expect_sequence(time, fk + ".time_s");
+      if (flops.size() != time.size() || bytes.size() != time.size() || time.size() == 0) {
+        r.fail(item.second, fk,
+               "expected flops, bytes and time_s of the same non-zero length, found " +
+                   std::to_string(flops.size()) + ", " + std::to_string(bytes.size()) + " and " +
+                   std::to_string(time.size()));
+      }
+      ShapeTable table;
+      for (std::size_t i = 0; i < time.size(); ++i) {
+        std::string fi = "[" + std::to_string(i) + "]";
+        table.flops.push_back(r.non_negative(flops[i], fk + ".flops" + fi));
+        table.bytes.push_back(r.integer(bytes[i], fk + ".bytes" + fi));
+        if (table.bytes.back() < 0) {
+          r.fail(bytes[i], fk + ".bytes" + fi, "expected bytes >= 0, found " + bytes[i].Scalar());
+        }
+        table.time_s.push_back(r.positive(time[i], fk + ".time_s" + fi));
+      }
+      spec.op_type_shapes[key] = std::move(table);
     }
   }
   spec.source = r.optional_string(node, field, "source");

@@ -38,7 +38,17 @@ std::vector<MicrobenchOp> calibration_ops(double s) {
                                                         {64, 512, 1024},
                                                         {256, 512, 512},
                                                         {512, 1024, 512},
-                                                        {8, 1024, 4096}}) {
+                                                        {8, 1024, 4096},
+                                                        // Skinny products (a batch of
+                                                        // rows times a weight matrix, as
+                                                        // in recurrent cells) on a grid.
+                                                        {8, 256, 256},
+                                                        {8, 512, 1024},
+                                                        {32, 256, 256},
+                                                        {32, 512, 1024},
+                                                        {32, 1024, 4096},
+                                                        {128, 512, 1024},
+                                                        {128, 1024, 4096}}) {
     I64 ms = scaled(m, s), ks = scaled(k, s), ns = scaled(n, s);
     ops.push_back(op("MatMul", {ms, ns}, 2.0 * ms * ks * ns, {ms * ks * f, ks * ns * f}));
   }
@@ -54,7 +64,15 @@ std::vector<MicrobenchOp> calibration_ops(double s) {
                                                                    {2, 8, 64, 64, 3},
                                                                    {4, 8, 64, 128, 1},
                                                                    {1, 32, 32, 32, 3},
-                                                                   {1, 32, 64, 64, 3}}) {
+                                                                   {1, 32, 64, 64, 3},
+                                                                   // Image-sized layers: a
+                                                                   // grid over size and width.
+                                                                   {1, 48, 32, 64, 3},
+                                                                   {1, 48, 64, 64, 1},
+                                                                   {1, 24, 64, 96, 3},
+                                                                   {1, 24, 96, 96, 1},
+                                                                   {1, 12, 128, 192, 3},
+                                                                   {1, 12, 192, 192, 1}}) {
     I64 hs = scaled(h, std::sqrt(s));
     double flops = 2.0 * n * hs * hs * cout * k * k * cin;
     Bytes x = n * hs * hs * cin * f, w = k * k * cin * cout * f, y = n * hs * hs * cout * f;
@@ -150,15 +168,16 @@ std::vector<MicrobenchOp> calibration_ops(double s) {
   return ops;
 }
 
-core::Graph chain_graph(const MicrobenchOp& spec, int length) {
-  core::GraphBuilder b("calibration/" + spec.op_type);
+core::Graph chain_graph(const std::vector<const MicrobenchOp*>& specs, const std::string& name) {
+  core::GraphBuilder b("calibration/" + name);
   core::NodeId prev = -1;
-  for (int i = 0; i < length; ++i) {
-    std::string name = "op" + std::to_string(i);
-    auto node = b.add(name, spec.op_type).output(spec.output).flops(spec.flops);
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    const MicrobenchOp& spec = *specs[i];
+    std::string op_name = "op" + std::to_string(i);
+    auto node = b.add(op_name, spec.op_type).output(spec.output).flops(spec.flops);
     core::NodeId v = node.id();
     for (std::size_t j = 0; j < spec.inputs.size(); ++j) {
-      core::NodeId in = b.add(name + "/in" + std::to_string(j), "Placeholder")
+      core::NodeId in = b.add(op_name + "/in" + std::to_string(j), "Placeholder")
                             .output({std::max<Bytes>(1, spec.inputs[j] / 4)});
       b.connect(in, v, spec.inputs[j]);
     }
@@ -168,11 +187,29 @@ core::Graph chain_graph(const MicrobenchOp& spec, int length) {
   return std::move(b).build();
 }
 
+core::Graph chain_graph(const MicrobenchOp& spec, int length) {
+  return chain_graph(std::vector<const MicrobenchOp*>(static_cast<std::size_t>(length), &spec),
+                     spec.op_type);
+}
+
 CalibrationMeasurements measure_for_calibration(Backend& backend,
                                                 const MicrobenchOptions& options) {
   CalibrationMeasurements m;
   auto exec = ExecutionOptions().warmup(options.warmup_steps).timed(options.timed_steps);
   auto ops = calibration_ops(options.size_scale);
+  // The executor alone: chains of NoOps (no kernel, control edges) of several lengths; the
+  // slope of step time against length is what the executor adds to every op.
+  for (int round = 0; round < std::max(1, options.rounds); ++round) {
+    for (int length : {128, 512, 2048}) {
+      if (options.progress) {
+        options.progress("round " + std::to_string(round + 1) + ": executor, " +
+                         std::to_string(length) + " NoOps");
+      }
+      core::Graph g = chain_graph(op("NoOp", {1}, 0, {}), length);
+      ExecutionResult r = backend.execute(g, core::Decision{}, exec);
+      m.executor.push_back(ExecutorSample{length, r.step_time_s, 0});
+    }
+  }
   // Interleaved rounds: round r measures every op once, so a burst of load from other
   // processes spreads over many ops instead of spoiling one; the median is kept.
   std::vector<std::vector<double>> times(ops.size());
@@ -191,6 +228,13 @@ CalibrationMeasurements measure_for_calibration(Backend& backend,
       core::Graph g = chain_graph(spec, length);
       core::Decision single;  // everything on device 0
       ExecutionResult r = backend.execute(g, single, exec);
+      // What the executor added to the chain's kernels: the step less their times (a median
+      // step and per-op medians, so noise can make the difference negative: dropped).
+      double kernels = std::accumulate(r.op_time_s.begin(), r.op_time_s.end(), 0.0);
+      if (r.step_time_s > kernels) {
+        m.executor.push_back(
+            ExecutorSample{static_cast<int>(g.num_nodes()), r.step_time_s, kernels});
+      }
       auto op0 = *g.find("op0");
       const auto& a = g.node(op0);
       OpSample s;
@@ -202,6 +246,7 @@ CalibrationMeasurements measure_for_calibration(Backend& backend,
       std::sort(times[i].begin(), times[i].end());
       s.time_s = times[i][times[i].size() / 2];
       s.op_type = spec.op_type;
+      s.extra_executor_ops = static_cast<int>(spec.inputs.size());
       s.label = spec.op_type + " [";
       for (std::size_t j = 0; j < spec.output.size(); ++j) {
         s.label += (j ? "x" : "") + std::to_string(spec.output[j]);

@@ -47,7 +47,12 @@ struct MicrobenchOptions {
 };
 
 struct CalibrationMeasurements {
+  /// Chain time per op as measured, with OpSample::extra_executor_ops set to the chain's
+  /// input placeholders per op (without_executor_overhead takes the executor's part out).
   std::vector<OpSample> ops;
+  /// What the executor added to every chain (its step time less its ops' kernel times):
+  /// chains of NoOps of several lengths and every op chain above. Its cost per op.
+  std::vector<ExecutorSample> executor;
   std::vector<CopySample> copies;  ///< empty with one device
   /// Two independent chains on devices 0 and 1 against both on device 0 (time on one over
   /// time on two): 2 when the devices really run in parallel, about 1 when they share one
@@ -70,8 +75,12 @@ struct MicrobenchOp {
 /// A graph of `length` copies of `op` in a chain (control edges), each with its own
 /// input placeholders: the graph a chain benchmark runs.
 [[nodiscard]] core::Graph chain_graph(const MicrobenchOp& op, int length);
+/// The same for a chain of different ops, in order; the graph is named `name`.
+[[nodiscard]] core::Graph chain_graph(const std::vector<const MicrobenchOp*>& ops,
+                                      const std::string& name);
 
-/// Runs every calibration op chain on device 0 and, with two or more devices, chains
+/// Runs chains of NoOps of several lengths (the executor's own cost per op), every
+/// calibration op chain on device 0 and, with two or more devices, chains
 /// alternating between devices 0 and 1 (the cost of a cross-device edge: copy + handoff).
 [[nodiscard]] CalibrationMeasurements measure_for_calibration(Backend& backend,
                                                               const MicrobenchOptions& options);

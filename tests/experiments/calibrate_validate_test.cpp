@@ -50,11 +50,14 @@ class CalibrateValidateTest : public ::testing::Test {
 TEST_F(CalibrateValidateTest, CalibrateWritesAMeasuredProfile) {
   ASSERT_EQ(calibrate_.exit_code, 0) << calibrate_.err;
   auto j = nlohmann::json::parse(calibrate_.out);
-  for (const char* key :
-       {"launch_overhead_s", "peak_flops_per_s", "rms_rel_error", "kinds", "copy", "curves"}) {
+  for (const char* key : {"launch_overhead_s", "executor_overhead_s", "peak_flops_per_s",
+                          "rms_rel_error", "kinds", "copy", "curves"}) {
     EXPECT_TRUE(j.contains(key)) << key << " in " << calibrate_.out;
   }
   auto cluster = hardware::load_profile(profile_);
+  // The executor's cost per op and the measured shapes are in the profile.
+  EXPECT_GT(cluster.device(0).executor_overhead_s, 0);
+  EXPECT_GT(cluster.device(0).op_type_shapes.count("MatMul"), 0u);
   EXPECT_EQ(cluster.num_devices(), 2);
   EXPECT_EQ(cluster.provenance().kind, "measured");
   EXPECT_TRUE(contains(cluster.provenance().notes, "Roofline fit over"))

@@ -207,6 +207,9 @@ TEST(BackendTest, CalibrationChainsMeasureEveryBenchmark) {
   ASSERT_EQ(m.ops.size(), ops.size());
   for (const auto& s : m.ops) EXPECT_GT(s.time_s, 0) << s.label;
   EXPECT_FALSE(m.copies.empty());
+  // The NoOp chains and every op chain measured what the executor adds.
+  EXPECT_GE(m.executor.size(), 3u);
+  for (const auto& e : m.executor) EXPECT_GE(e.time_s, e.kernel_time_s);
   core::Graph chain = chain_graph(ops.front(), 3);
   EXPECT_EQ(chain.num_nodes(), 3 * (1 + static_cast<core::NodeId>(ops.front().inputs.size())));
 }

@@ -84,6 +84,43 @@ TEST(CalibrationTest, LinkFitRecoversLatencyAndBandwidth) {
   EXPECT_NEAR(noisy.bandwidth_bytes_per_s, (1 << 20) / 1e-6, 1);
 }
 
+TEST(CalibrationTest, ExecutorFitRecoversPerOpAndPerStepCosts) {
+  // Ground truth: 1.5 us per op, 20 us per step; chains of 128 .. 2048 NoOps, twice each,
+  // and chains of ops whose kernels took 1 ms and 5 ms in all.
+  std::vector<ExecutorSample> chains;
+  for (int round = 0; round < 2; ++round) {
+    for (int ops : {128, 512, 2048}) chains.push_back({ops, 20e-6 + 1.5e-6 * ops, 0});
+  }
+  chains.push_back({36, 20e-6 + 1.5e-6 * 36 + 1e-3, 1e-3});
+  chains.push_back({300, 20e-6 + 1.5e-6 * 300 + 5e-3, 5e-3});
+  ExecutorFit fit = fit_executor_overhead(chains);
+  EXPECT_NEAR(fit.per_op_s, 1.5e-6, 1e-12);
+  EXPECT_NEAR(fit.per_step_s, 20e-6, 1e-10);
+  EXPECT_EQ(fit.residuals.samples, 8);
+  EXPECT_LT(fit.residuals.max_rel_error, 1e-9);
+  // Step ends that cost less than nothing (noise): through the origin, never negative.
+  ExecutorFit origin = fit_executor_overhead({{100, 1e-4, 0}, {200, 2.2e-4, 0}});
+  EXPECT_EQ(origin.per_step_s, 0);
+  EXPECT_GT(origin.per_op_s, 1e-6);
+  EXPECT_LT(origin.per_op_s, 1.1e-6);
+  EXPECT_ERROR_CONTAINS(fit_executor_overhead({{100, 1e-4, 0}, {100, 2e-4, 0}}),
+                        "at least two lengths");
+  EXPECT_ERROR_CONTAINS(fit_executor_overhead({{100, 1e-4, 0}, {200, 0, 0}}), "executor[1]");
+  EXPECT_ERROR_CONTAINS(fit_executor_overhead({{100, 1e-4, 0}, {200, 1e-4, 2e-4}}),
+                        "above the kernels'");
+}
+
+TEST(CalibrationTest, KernelTimesLeaveOutTheExecutorOfTheOpAndItsPlaceholders) {
+  // A chain op with two placeholder inputs measured at 10 us per op: 3 executor ops of 1 us.
+  OpSample mm{OpKind::kMatMul, 1e6, 100, 10e-6, "MatMul", ""};
+  mm.extra_executor_ops = 2;
+  OpSample tiny{OpKind::kElementwise, 10, 10, 1e-6, "Relu", ""};  // below the overhead
+  auto kernels = without_executor_overhead({mm, tiny}, 1e-6);
+  EXPECT_NEAR(kernels[0].time_s, 7e-6, 1e-15);
+  EXPECT_NEAR(kernels[1].time_s, 0.05e-6, 1e-15);  // floored at 5% of the measurement
+  EXPECT_EQ(kernels[0].op_type, "MatMul");
+}
+
 TEST(CalibrationTest, BadMeasurementsAreInputErrors) {
   EXPECT_ERROR_CONTAINS(fit_roofline({}), "no measurements");
   EXPECT_ERROR_CONTAINS(fit_roofline({{OpKind::kMatMul, 1e6, 10, 0, "MatMul", ""}}),
@@ -180,6 +217,93 @@ TEST(CalibrationTest, MalformedTimeCurvesNameTheField) {
   EXPECT_ERROR_CONTAINS(
       parse_profile_yaml(replace("kind:elementwise", "kind:elementwize"), "bad.yaml"),
       "unknown op kind 'elementwize'");
+}
+
+TEST(CalibrationTest, EveryOpPaysTheExecutorOverhead) {
+  ClusterSpec spec = measured_cluster().spec();
+  for (auto& d : spec.devices) d.executor_overhead(3e-6).without_kernel(OpKind::kInput);
+  // The field round-trips, and a profile without it (every datasheet profile) reads as 0.
+  std::string yaml = profile_yaml(spec);
+  EXPECT_NE(yaml.find("executor_overhead_s: 3e-06"), std::string::npos) << yaml;
+  ClusterSpec back = parse_profile_yaml(yaml, "round_trip.yaml");
+  EXPECT_TRUE(back.devices[0].same_numbers(spec.devices[0]));
+  EXPECT_EQ(profile_yaml(measured_cluster().spec()).find("executor_overhead_s"), std::string::npos);
+  EXPECT_EQ(load_profile("p100x2_pcie").device(0).executor_overhead_s, 0);
+  EXPECT_ERROR_CONTAINS(
+      parse_profile_yaml(std::string(yaml).replace(yaml.find("executor_overhead_s: 3e-06"), 26,
+                                                   "executor_overhead_s: -1"),
+                         "bad.yaml"),
+      "executor_overhead_s");
+
+  Cluster cluster = Cluster::build(spec);
+  core::GraphBuilder b("ops");
+  b.add("mm", "MatMul").flops(1e7).bytes_read(100).bytes_written(100).output_bytes(100);
+  b.add("conv", "Conv2D").flops(1e8).bytes_read(1e6).bytes_written(1e6).output_bytes(1e6);
+  b.add("reshape", "Reshape").output_bytes(1e6);
+  b.add("input", "Placeholder").output_bytes(1e6);
+  auto g = core::CompiledGraph::compile(std::move(b).build());
+  CalibratedCostModel calibrated(cluster);
+  EXPECT_NEAR(calibrated.op_time(g, 0, 0), 1e-4 + 3e-6, 1e-12);  // the curve + overhead
+  EXPECT_NEAR(calibrated.op_time(g, 1, 0), 3e-6 + 2e-6 + 1e8 / 2.5e10, 1e-12);  // roofline
+  EXPECT_NEAR(calibrated.op_time(g, 2, 0), 3e-6, 1e-15);  // no kernel: the overhead alone
+  EXPECT_NEAR(calibrated.op_time(g, 3, 1), 3e-6, 1e-15);
+  RooflineCostModel roofline(cluster);
+  EXPECT_NEAR(roofline.op_time(g, 1, 0), 3e-6 + 2e-6 + 1e8 / 2.5e10, 1e-12);
+  EXPECT_NEAR(roofline.op_time(g, 2, 0), 3e-6, 1e-15);
+  // A fused kernel is one op for the executor.
+  std::vector<core::NodeId> members = {0, 2};
+  EXPECT_NEAR(calibrated.fused_time(g, members.data(), 2, 200, 0),
+              3e-6 + 2e-6 + std::max(1e7 / 5e10, 200 / 2e10), 1e-12);
+  std::vector<core::NodeId> views = {2, 3};
+  EXPECT_NEAR(calibrated.fused_time(g, views.data(), 2, 0, 0), 3e-6, 1e-15);
+}
+
+TEST(CalibrationTest, ShapeTablesHoldTheMedianOfEachMeasuredShape) {
+  std::vector<OpSample> samples = {{OpKind::kMatMul, 2e6, 300, 3e-6, "MatMul", ""},
+                                   {OpKind::kMatMul, 1e6, 200, 1e-6, "MatMul", ""},
+                                   {OpKind::kMatMul, 1e6, 200, 5e-6, "MatMul", ""},
+                                   {OpKind::kMatMul, 1e6, 200, 2e-6, "MatMul", ""},
+                                   {OpKind::kMatMul, 1e6, 900, 4e-6, "MatMul", ""},
+                                   {OpKind::kElementwise, 10, 10, 1e-6, "", ""}};  // no type
+  auto tables = build_shape_tables(samples);
+  ASSERT_EQ(tables.size(), 1u);
+  const ShapeTable& mm = tables.at("MatMul");
+  EXPECT_EQ(mm.flops, (std::vector<double>{1e6, 1e6, 2e6}));
+  EXPECT_EQ(mm.bytes, (std::vector<Bytes>{200, 900, 300}));
+  EXPECT_EQ(mm.time_s, (std::vector<double>{2e-6, 4e-6, 3e-6}));
+}
+
+TEST(CalibrationTest, CalibratedModelReproducesMeasuredShapesAndBlendsNearby) {
+  ClusterSpec spec = measured_cluster().spec();
+  // The MatMul curve gives 1e-4 s at 1e7 FLOPs and 200 bytes (see the test below); the
+  // table says that shape measured 2e-4 s.
+  for (auto& d : spec.devices) d.op_type_shapes["MatMul"] = ShapeTable{{1e7}, {200}, {2e-4}};
+  std::string yaml = profile_yaml(spec);
+  EXPECT_NE(yaml.find("shape_tables:"), std::string::npos) << yaml;
+  ClusterSpec back = parse_profile_yaml(yaml, "round_trip.yaml");
+  EXPECT_TRUE(back.devices[1].same_numbers(spec.devices[1]));
+  EXPECT_ERROR_CONTAINS(
+      parse_profile_yaml(std::string(yaml).replace(yaml.find("bytes: [200]"), 12, "bytes: []"),
+                         "bad.yaml"),
+      "shape_tables.MatMul");
+
+  Cluster cluster = Cluster::build(back);
+  core::GraphBuilder b("ops");
+  b.add("same", "MatMul").flops(1e7).bytes_read(100).bytes_written(100).output_bytes(100);
+  // 100x the FLOPs and bytes: far from the measured shape (about ln(100) * sqrt(2)).
+  b.add("far", "MatMul").flops(1e9).bytes_read(1e4).bytes_written(1e4).output_bytes(1e4);
+  b.add("tanh", "Tanh").flops(4e4).bytes_read(5000).bytes_written(5000).output_bytes(5000);
+  auto g = core::CompiledGraph::compile(std::move(b).build());
+  CalibratedCostModel model(cluster);
+  EXPECT_NEAR(model.op_time(g, 0, 0), 2e-4, 2e-4 * 1e-5);  // the measured time
+  // Far away the correction fades: the curve's 1e-2 s times 2^(w / (w + 1 / reach^2)), with
+  // w = 1 / d^2 the measured shape's weight.
+  double dx = std::log1p(1e9) - std::log1p(1e7), dy = std::log1p(2e4) - std::log1p(200);
+  double d2 = dx * dx + dy * dy;
+  double w = 1 / (d2 + 1e-6),
+         prior = 1 / (CalibratedCostModel::kShapeReach * CalibratedCostModel::kShapeReach);
+  EXPECT_NEAR(model.op_time(g, 1, 1), 1e-2 * std::pow(2.0, w / (w + prior)), 1e-9);
+  EXPECT_NEAR(model.op_time(g, 2, 0), 8e-6, 1e-12);  // no table: the kind's curve alone
 }
 
 TEST(CalibrationTest, CalibratedCostModelPrefersOpTypeThenKindCurves) {
