@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "agents/baselines/human_expert.h"
+#include "agents/baselines/tf_default.h"
 #include "agents/torch_utils.h"
 #include "core/errors.h"
 #include "core/rng.h"
@@ -265,7 +266,16 @@ class GoAgent final : public TransferableAgent {
   }
 
   DecisionBase base_for(const Problem& problem) const {
-    return options_.base ? options_.base(problem) : DecisionBase{};
+    DecisionBase base = options_.base ? options_.base(problem) : DecisionBase{};
+    const bool decides_placement = policy_ ? policy_->options.place() : options_.policy.place();
+    if (base.xla_fusion && !decides_placement) {
+      // The placement is fixed, so is its rule-based fusion: form it once, not per sample.
+      const auto& placement = base.decision.placement;
+      base.decision.fusion = xla_fusion_priorities(
+          problem.graph, placement ? placement->data() : nullptr, XlaFusionOptions());
+      base.xla_fusion = false;
+    }
+    return base;
   }
 
   void check_devices(const Problem& problem) const {
