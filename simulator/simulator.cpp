@@ -414,9 +414,13 @@ class Simulator::Impl {
   // changes neither the max of free times nor the updates), so the channel scans of a
   // transfer have the same trip count on every route.
   std::vector<std::int32_t> route_channels_;  // [pair * route_length_ + hop]
+  // At least kShortRoute: routes of up to 4 hops (single-switch-level trees, NVLink) are
+  // padded to 4 and scanned by unrolled code without a loop.
   std::size_t route_length_ = 1;
+  static constexpr std::size_t kShortRoute = 4;
   std::vector<Route> routes_;  // [src * D + dst]
   std::vector<DeviceId> zero_placement_;
+  std::vector<NodeId> sources_;  // ops without inputs, in topological order
   FusionGroups identity_groups_;
   // Cached views of the graph arrays.
   const NodeId* topo_order_;
@@ -616,6 +620,7 @@ Simulator::Impl::Impl(const core::CompiledGraph& graph, const hardware::Cluster&
     route_length_ =
         std::max(route_length_, at(pair_route_offset_[pair + 1] - pair_route_offset_[pair]));
   }
+  if (route_length_ < kShortRoute) route_length_ = kShortRoute;
   // An empty route (src == dst, never used) gets a channel of its own past the links'.
   route_channels_.resize(D * D * route_length_);
   for (std::size_t pair = 0; pair < D * D; ++pair) {
@@ -629,6 +634,9 @@ Simulator::Impl::Impl(const core::CompiledGraph& graph, const hardware::Cluster&
   }
 
   zero_placement_.assign(at(n_), 0);
+  for (const NodeId v : graph.topological_order()) {
+    if (graph.in_degree(v) == 0) sources_.push_back(v);
+  }
   identity_groups_.group_of.resize(at(n_));
   std::iota(identity_groups_.group_of.begin(), identity_groups_.group_of.end(), 0);
   identity_groups_.member_offset.resize(at(n_) + 1);
@@ -794,12 +802,23 @@ template <bool kObserved>
   const std::size_t length = route_length_;
   const std::int32_t* channels = route_channels_.data() + pair * length;
   Seconds* channel_free_s = channel_free_s_.data();
-  for (std::size_t k = 0; k < length; ++k) {
-    start_s = std::max(start_s, channel_free_s[at(channels[k])]);
+  const bool unrolled = length == kShortRoute;  // the same for every transfer of a run
+  if (unrolled) {
+    for (std::size_t k = 0; k < kShortRoute; ++k) {
+      start_s = std::max(start_s, channel_free_s[at(channels[k])]);
+    }
+  } else {
+    for (std::size_t k = 0; k < length; ++k) {
+      start_s = std::max(start_s, channel_free_s[at(channels[k])]);
+    }
   }
   Seconds duration = route.latency_s + static_cast<double>(bytes) * route.seconds_per_byte;
   Seconds end_s = start_s + duration;
-  for (std::size_t k = 0; k < length; ++k) channel_free_s[at(channels[k])] = end_s;
+  if (unrolled) {
+    for (std::size_t k = 0; k < kShortRoute; ++k) channel_free_s[at(channels[k])] = end_s;
+  } else {
+    for (std::size_t k = 0; k < length; ++k) channel_free_s[at(channels[k])] = end_s;
+  }
   route.bytes += bytes;
   route.busy_s += duration;
   ++route.count;
@@ -1034,11 +1053,8 @@ void Simulator::Impl::run() {
       }
     }
   } else {
-    for (NodeId v = 0; v < n_; ++v) ops_[at(v)].pending = g_.in_degree(v);
-    for (NodeId r = 0; r < n_; ++r) {
-      NodeId v = topo_order_[r];
-      if (ops_[at(v)].pending == 0) make_ready<false, kObserved>(v, place_[v]);
-    }
+    // pending was set to the in-degree by simulate().
+    for (const NodeId v : sources_) make_ready<false, kObserved>(v, place_[v]);
   }
   Event ev;
   for (;;) {
@@ -1170,9 +1186,11 @@ const SimulationResult& Simulator::Impl::simulate(const core::Decision& decision
     memory_[at(d)] = 0;
   }
   const Bytes* params = g_.param_bytes().data();
+  const core::EdgeIndex* in_offset = in_offset_.data();
   for (NodeId v = 0; v < n_; ++v) {
     memory_[at(place_[v])] += params[v];
     ops_[at(v)].device = place_[v];
+    ops_[at(v)].pending = in_offset[v + 1] - in_offset[v];  // fused runs reset it per group
   }
   for (DeviceId d = 0; d < num_devices_; ++d) {
     result_.devices[at(d)].param_bytes = memory_[at(d)];
