@@ -52,7 +52,7 @@ constexpr std::uint64_t kIdMask = kArrivalBit - 1;
 // A run of events sorted by (time, sequence), in an array whose capacity is kept: push
 // shifts the later events up by one, pop takes the front. Every pushed event orders after
 // the last popped one (times never precede `now`; a kernel or a transfer issued now gets
-// the newest sequence number; a route's next transfer ends no earlier and was issued
+// the newest sequence number; a FIFO group's next transfer ends no earlier and was issued
 // later than the one arriving), so the last popped event, kept just before the front,
 // stops the shift without a bounds check; a maximal event after the back makes an empty
 // run's front lose every comparison.
@@ -100,9 +100,9 @@ class SortedEvents {
 };
 
 // The event queue. Clusters of up to 8 devices hold a few dozen events at most, kernels
-// (one per busy stream) and arrivals (one per route with transfers in flight), so each
-// kind is a SortedEvents and a pop compares the two fronts. Larger clusters use one binary
-// min-heap.
+// (one per busy stream) and arrivals (one per FIFO group of routes with transfers in
+// flight), so each kind is a SortedEvents and a pop compares the two fronts. Larger
+// clusters use one binary min-heap.
 class EventQueue {
  public:
   /// The most kernels and arrivals ever queued at once.
@@ -176,7 +176,8 @@ class EventQueue {
   }
 
  private:
-  static constexpr std::size_t kSortedBound = 8 + 8 * 8;  // 8 devices, one stream each
+  // 8 devices with one stream each and one FIFO group per route (the worst grouping).
+  static constexpr std::size_t kSortedBound = 8 + 8 * 8;
 
   void push_heap(Event ev) {
     assert(size_ < heap_.size() && "more events than the bound given to reserve()");
@@ -334,7 +335,7 @@ struct Transfer {
   Bytes bytes;
   Seconds end_s;
   std::uint32_t sequence;       // of its arrival event
-  std::int32_t next_in_route;   // next transfer on the same (src, dst) route, -1 for none
+  std::int32_t next_in_fifo;    // next transfer of its route's FIFO group, -1 for none
   std::int32_t consumer_begin;  // the consumers it serves: Impl::consumers_[begin, end),
   std::int32_t consumer_end;    // in the producer's out-edge order
 };
@@ -368,7 +369,7 @@ struct RemoteEdge {
   std::int32_t has_bytes;
 };
 
-// Per (src, dst) route: its fixed costs and its statistics and FIFO tail during a run,
+// Per (src, dst) route: its fixed costs, its FIFO group and its statistics during a run,
 // together because a transfer touches them together.
 struct Route {
   Seconds latency_s;        // summed over the hops
@@ -376,7 +377,7 @@ struct Route {
   Bytes bytes;              // moved in this run
   Seconds busy_s;           // summed transfer durations in this run
   std::int32_t count;       // transfers in this run
-  std::int32_t tail;        // the last transfer issued on it, -1 when none is in flight
+  std::int32_t fifo;        // its FIFO group (Impl::fifo_tail_), -1 for src == dst
 };
 
 struct TransferTimes {
@@ -413,9 +414,13 @@ class Simulator::Impl {
   // changes neither the max of free times nor the updates), so the channel scans of a
   // transfer have the same trip count on every route.
   std::vector<std::int32_t> route_channels_;  // [pair * route_length_ + hop]
+  // At least kShortRoute: routes of up to 4 hops (single-switch-level trees, NVLink) are
+  // padded to 4 and scanned by unrolled code without a loop.
   std::size_t route_length_ = 1;
+  static constexpr std::size_t kShortRoute = 4;
   std::vector<Route> routes_;  // [src * D + dst]
   std::vector<DeviceId> zero_placement_;
+  std::vector<NodeId> sources_;  // ops without inputs, in topological order
   FusionGroups identity_groups_;
   // Cached views of the graph arrays.
   const NodeId* topo_order_;
@@ -455,13 +460,18 @@ class Simulator::Impl {
   std::vector<core::EdgeIndex> in_offset_;  // fixed: CSR of in_edges_ by op
   std::vector<InEdge> in_edges_;
   // Link statistics are accumulated per route (Route) and spread over its links at the
-  // end. Arrivals on one (src, dst) route happen in issue order (the route's links are
-  // FIFO), so each route keeps a FIFO of its transfers (Route::tail, Transfer::next_in_route)
-  // and only its head sits in the event queue: the queue holds at most streams + devices^2
-  // events.
-  std::vector<ReadyHeap> ready_;      // with priorities
-  std::vector<RankSet> ready_ranks_;  // without
-  bool by_rank_ = true;               // no priorities: ready_ranks_ serve
+  // end. Transfers whose routes share a channel arrive in issue order: each holds the
+  // channel for its whole duration and starts when the channel is free, so it ends no
+  // earlier than the transfer issued before it (and has a later sequence number). Routes
+  // are grouped by their first channel (the source's uplink in a PCIe or NVSwitch tree, so
+  // one group per source device there); each group keeps a FIFO of its transfers in flight
+  // (fifo_tail_, Transfer::next_in_fifo) and only its head sits in the event queue, which
+  // then holds at most streams + groups events (a few, where one per route would be
+  // devices^2 and every arrival a long insertion scan).
+  std::vector<std::int32_t> fifo_tail_;  // the last transfer issued in the group, -1 if none
+  std::vector<ReadyHeap> ready_;         // with priorities
+  std::vector<RankSet> ready_ranks_;     // without
+  bool by_rank_ = true;                  // no priorities: ready_ranks_ serve
   std::vector<std::uint64_t> busy_streams_;
   std::vector<int> idle_streams_;
   std::vector<Bytes> memory_;
@@ -581,6 +591,7 @@ Simulator::Impl::Impl(const core::CompiledGraph& graph, const hardware::Cluster&
                 "cost model returned a negative or infinite link cost");
   }
   pair_route_offset_.push_back(0);
+  std::vector<std::int32_t> first_channel_fifo;  // channel -> FIFO group, -1 for none yet
   for (DeviceId s = 0; s < num_devices_; ++s) {
     for (DeviceId t = 0; t < num_devices_; ++t) {
       Seconds latency = 0;
@@ -592,12 +603,24 @@ Simulator::Impl::Impl(const core::CompiledGraph& graph, const hardware::Cluster&
       }
       pair_route_offset_.push_back(static_cast<std::int32_t>(pair_channels_.size()));
       routes_.push_back(Route{latency, per_byte, 0, 0, 0, -1});
+      if (s == t) continue;
+      GOPT_ASSERT(pair_route_offset_.back() > pair_route_offset_[at(s * num_devices_ + t)],
+                  "a route between two devices has no hop");
+      // The FIFO group of the route: the one of its first channel.
+      const std::int32_t first = pair_channels_[at(pair_route_offset_[at(s * num_devices_ + t)])];
+      if (at(first) >= first_channel_fifo.size()) first_channel_fifo.resize(at(first) + 1, -1);
+      if (first_channel_fifo[at(first)] < 0) {
+        first_channel_fifo[at(first)] = static_cast<std::int32_t>(fifo_tail_.size());
+        fifo_tail_.push_back(-1);
+      }
+      routes_.back().fifo = first_channel_fifo[at(first)];
     }
   }
   for (std::size_t pair = 0; pair < D * D; ++pair) {
     route_length_ =
         std::max(route_length_, at(pair_route_offset_[pair + 1] - pair_route_offset_[pair]));
   }
+  if (route_length_ < kShortRoute) route_length_ = kShortRoute;
   // An empty route (src == dst, never used) gets a channel of its own past the links'.
   route_channels_.resize(D * D * route_length_);
   for (std::size_t pair = 0; pair < D * D; ++pair) {
@@ -611,6 +634,9 @@ Simulator::Impl::Impl(const core::CompiledGraph& graph, const hardware::Cluster&
   }
 
   zero_placement_.assign(at(n_), 0);
+  for (const NodeId v : graph.topological_order()) {
+    if (graph.in_degree(v) == 0) sources_.push_back(v);
+  }
   identity_groups_.group_of.resize(at(n_));
   std::iota(identity_groups_.group_of.begin(), identity_groups_.group_of.end(), 0);
   identity_groups_.member_offset.resize(at(n_) + 1);
@@ -660,7 +686,7 @@ Simulator::Impl::Impl(const core::CompiledGraph& graph, const hardware::Cluster&
   remote_transfer_.resize(D);
   dirty_.resize(D);
   is_dirty_.assign(D, 0);
-  events_.reserve(at(cluster.total_compute_streams()), D * D);
+  events_.reserve(at(cluster.total_compute_streams()), fifo_tail_.size());
   result_.devices.resize(D);
   result_.links.resize(at(cluster.num_links()));
 }
@@ -776,26 +802,38 @@ template <bool kObserved>
   const std::size_t length = route_length_;
   const std::int32_t* channels = route_channels_.data() + pair * length;
   Seconds* channel_free_s = channel_free_s_.data();
-  for (std::size_t k = 0; k < length; ++k) {
-    start_s = std::max(start_s, channel_free_s[at(channels[k])]);
+  const bool unrolled = length == kShortRoute;  // the same for every transfer of a run
+  if (unrolled) {
+    for (std::size_t k = 0; k < kShortRoute; ++k) {
+      start_s = std::max(start_s, channel_free_s[at(channels[k])]);
+    }
+  } else {
+    for (std::size_t k = 0; k < length; ++k) {
+      start_s = std::max(start_s, channel_free_s[at(channels[k])]);
+    }
   }
   Seconds duration = route.latency_s + static_cast<double>(bytes) * route.seconds_per_byte;
   Seconds end_s = start_s + duration;
-  for (std::size_t k = 0; k < length; ++k) channel_free_s[at(channels[k])] = end_s;
+  if (unrolled) {
+    for (std::size_t k = 0; k < kShortRoute; ++k) channel_free_s[at(channels[k])] = end_s;
+  } else {
+    for (std::size_t k = 0; k < length; ++k) channel_free_s[at(channels[k])] = end_s;
+  }
   route.bytes += bytes;
   route.busy_s += duration;
   ++route.count;
   const auto sequence = static_cast<std::uint32_t>(sequence_++);
   transfers_[at(id)] = Transfer{producer, src, dst, 0, bytes, end_s, sequence, -1, 0, 0};
   if constexpr (kObserved) transfer_times_.push_back(TransferTimes{now_, start_s});
-  const std::int32_t tail = route.tail;
+  std::int32_t& fifo_tail = fifo_tail_[at(route.fifo)];
+  const std::int32_t tail = fifo_tail;
   if (tail < 0) {
     events_.push_arrival(Event{end_s, arrival_key(sequence, id)});
   } else {
-    assert(end_s >= transfers_[at(tail)].end_s && "route FIFO out of order");
-    transfers_[at(tail)].next_in_route = id;
+    assert(end_s >= transfers_[at(tail)].end_s && "transfer FIFO out of order");
+    transfers_[at(tail)].next_in_fifo = id;
   }
-  route.tail = id;
+  fifo_tail = id;
   if constexpr (kObserved) observer_->on_transfer_start(transfer_event(id));
   return id;
 }
@@ -959,9 +997,9 @@ template <bool kFused, bool kObserved>
 template <bool kFused, bool kObserved>
 [[gnu::always_inline]] inline void Simulator::Impl::arrive(std::int32_t id) {
   Transfer& t = transfers_[at(id)];
-  const std::int32_t next_id = t.next_in_route;
+  const std::int32_t next_id = t.next_in_fifo;
   if (next_id < 0) {
-    routes_[at(t.src) * at(num_devices_) + at(t.dst)].tail = -1;
+    fifo_tail_[at(routes_[at(t.src) * at(num_devices_) + at(t.dst)].fifo)] = -1;
   } else {
     const Transfer& next = transfers_[at(next_id)];
     events_.push_arrival(Event{next.end_s, arrival_key(next.sequence, next_id)});
@@ -1015,11 +1053,8 @@ void Simulator::Impl::run() {
       }
     }
   } else {
-    for (NodeId v = 0; v < n_; ++v) ops_[at(v)].pending = g_.in_degree(v);
-    for (NodeId r = 0; r < n_; ++r) {
-      NodeId v = topo_order_[r];
-      if (ops_[at(v)].pending == 0) make_ready<false, kObserved>(v, place_[v]);
-    }
+    // pending was set to the in-degree by simulate().
+    for (const NodeId v : sources_) make_ready<false, kObserved>(v, place_[v]);
   }
   Event ev;
   for (;;) {
@@ -1139,9 +1174,9 @@ const SimulationResult& Simulator::Impl::simulate(const core::Decision& decision
     route.bytes = 0;
     route.busy_s = 0;
     route.count = 0;
-    route.tail = -1;
   }
   events_.clear();
+  std::fill(fifo_tail_.begin(), fifo_tail_.end(), -1);
   std::fill(channel_free_s_.begin(), channel_free_s_.end(), 0.0);
   for (DeviceId d = 0; d < num_devices_; ++d) {
     ready_[at(d)].clear();
@@ -1151,9 +1186,11 @@ const SimulationResult& Simulator::Impl::simulate(const core::Decision& decision
     memory_[at(d)] = 0;
   }
   const Bytes* params = g_.param_bytes().data();
+  const core::EdgeIndex* in_offset = in_offset_.data();
   for (NodeId v = 0; v < n_; ++v) {
     memory_[at(place_[v])] += params[v];
     ops_[at(v)].device = place_[v];
+    ops_[at(v)].pending = in_offset[v + 1] - in_offset[v];  // fused runs reset it per group
   }
   for (DeviceId d = 0; d < num_devices_; ++d) {
     result_.devices[at(d)].param_bytes = memory_[at(d)];
