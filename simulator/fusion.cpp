@@ -83,6 +83,8 @@ void FusionWorkspace::form_groups(const core::CompiledGraph& graph, const Device
   parent_.resize(at(n));
   std::iota(parent_.begin(), parent_.end(), 0);
   size_.assign(at(n), 1);
+  library_.resize(at(n));
+  for (NodeId v = 0; v < n; ++v) library_[at(v)] = library_kind(graph.kind()[at(v)]) ? 1 : 0;
 
   candidates_.clear();
   const auto* kind = graph.kind().data();
@@ -132,11 +134,13 @@ void FusionWorkspace::form_groups(const core::CompiledGraph& graph, const Device
       std::int32_t a = find(graph.edge_source(e));
       std::int32_t b = find(graph.out_target(e));
       if (a == b) continue;
+      if (library_[at(a)] + library_[at(b)] > 1) continue;
       if (!all_out_edges_enter(graph, a, b) && !all_in_edges_leave(graph, a, b)) continue;
       std::int32_t root = size_[at(a)] >= size_[at(b)] ? a : b;
       std::int32_t child = root == a ? b : a;
       parent_[at(child)] = root;
       size_[at(root)] += size_[at(child)];
+      library_[at(root)] += library_[at(child)];
       append(next_out_, head_out_, tail_out_, root, child);
       append(next_in_, head_in_, tail_in_, root, child);
     }

@@ -6,7 +6,11 @@
 //      (fusable_kind): their data is in device memory before the step, so a fused kernel
 //      reads it like any operand (XLA's fusion parameters) rather than taking it over.
 //   2. They are visited in decreasing min(fusion[u], fusion[v]), ties by edge index.
-//   3. The groups A (holding u) and B (holding v) are merged (union-find) when A != B and
+//   3. The groups A (holding u) and B (holding v) are merged (union-find) when A != B, at
+//      most one of them holds a library call (library_kind: a matrix product, convolution
+//      or recurrent layer, which a GPU runs as a cuBLAS / cuDNN kernel; a fused kernel can
+//      wrap one such call with elementwise prologues and epilogues, as XLA's output fusion
+//      and cuBLASLt epilogues do, never two), and
 //      either every edge leaving A enters B, or every edge entering B leaves A (control
 //      edges included). Either condition rules out a path A -> X -> ... -> B through a
 //      third group, so the merged group keeps the group graph acyclic. The rule is
@@ -39,6 +43,13 @@ using core::NodeId;
   return kind != core::OpKind::kInput && kind != core::OpKind::kVariable;
 }
 
+/// True for the kinds a GPU runs as a library call (cuBLAS, cuDNN): at most one per fused
+/// group.
+[[nodiscard]] constexpr bool library_kind(core::OpKind kind) {
+  return kind == core::OpKind::kMatMul || kind == core::OpKind::kConv ||
+         kind == core::OpKind::kRecurrent;
+}
+
 /// Fused groups of a graph under one decision.
 struct FusionGroups {
   std::vector<std::int32_t> group_of;       ///< op -> group
@@ -69,6 +80,7 @@ class FusionWorkspace {
 
   std::vector<std::int32_t> parent_;
   std::vector<std::int32_t> size_;
+  std::vector<std::int32_t> library_;  ///< per group root: library calls among its members
   std::vector<std::pair<std::int64_t, core::EdgeIndex>> candidates_;
   // Per group: singly linked lists of boundary out-edges (edge indices) and in-slots.
   std::vector<std::int32_t> next_out_;

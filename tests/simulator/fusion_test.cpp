@@ -71,6 +71,28 @@ TEST(FusionTest, InputsAndVariablesNeverFuse) {
   EXPECT_NE(groups.group_of[1], groups.group_of[2]);
 }
 
+TEST(FusionTest, AtMostOneLibraryCallPerGroup) {
+  // matmul -> relu -> matmul -> add: each product may take elementwise ops with it (output
+  // fusion), but the two products never share a kernel.
+  GraphBuilder b("gemms");
+  b.add("mm1", "MatMul").output_bytes(64).flops(1e6);
+  b.add("relu", "Relu").output_bytes(64);
+  b.add("mm2", "MatMul").output_bytes(64).flops(1e6);
+  b.add("add", "Add").output_bytes(64);
+  b.connect("mm1", "relu").connect("relu", "mm2").connect("mm2", "add");
+  auto g = CompiledGraph::compile(std::move(b).build());
+  ASSERT_TRUE(library_kind(g.kind()[0]));
+  ASSERT_FALSE(library_kind(g.kind()[1]));
+  auto groups = form_fusion_groups(g, with_fusion({1, 1, 1, 1}));
+  EXPECT_EQ(groups.num_groups(), 2);
+  EXPECT_NE(groups.group_of[0], groups.group_of[2]);
+  EXPECT_EQ(groups.group_of[2], groups.group_of[3]);  // mm2 + add: an epilogue
+  // Priorities decide which product takes the relu: the highest pair merges first.
+  auto other = form_fusion_groups(g, with_fusion({1, 3, 3, 1}));
+  EXPECT_EQ(other.group_of[1], other.group_of[2]);
+  EXPECT_NE(other.group_of[0], other.group_of[1]);
+}
+
 TEST(FusionTest, NeverCreatesACycleAndOrderFollowsPriority) {
   // a -> b, a -> c, c -> b. Merging {a, b} first would trap c between them.
   GraphBuilder b("triangle");
