@@ -3,9 +3,10 @@
 // accounting, transfers, fusion, OOM). The values were computed by the engine of commit
 // 4b10647 and checked unchanged by every later engine (tests/simulator/simulator_digest.cpp
 // compares many more cases); the two fused cases were updated once, for the model change
-// of at most one library call per fused group (docs/simulator.md "Fusion"). Lookup cases use dyadic times, bandwidths and latencies, so
-// every sum is exact on any IEEE platform; times print as hex floats. Update a golden only
-// for an intended change of the model, and say so in docs/simulator.md.
+// of at most one library call per fused group (docs/simulator.md "Fusion"). Lookup cases use dyadic
+// times, bandwidths and latencies, so every sum is exact on any IEEE platform; times print as hex
+// floats. Update a golden only for an intended change of the model, and say so in
+// docs/simulator.md.
 #include <gtest/gtest.h>
 
 #include <cinttypes>
