@@ -54,11 +54,7 @@ class TfDefaultAgent final : public Agent {
 
   core::Decision propose(const Problem& problem) override {
     core::Decision d;
-    if (placement_ == TfPlacement::kHumanExpert) {
-      d.placement = make_human_expert_agent()->propose(problem).placement;
-    } else {
-      d.placement = std::vector<DeviceId>(static_cast<std::size_t>(problem.num_nodes()), 0);
-    }
+    d.placement = tf_default_placement(problem, placement_ == TfPlacement::kSingleDevice);
     // No priorities: the executor's FIFO order.
     if (fusion_) d.fusion = xla_fusion_priorities(problem.graph, d.placement->data(), options_);
     return d;
@@ -80,6 +76,11 @@ std::int32_t non_negative_option(const AgentOptions& o, const std::string& name)
 }
 
 }  // namespace
+
+std::vector<core::DeviceId> tf_default_placement(const Problem& problem, bool single_device) {
+  if (single_device) return std::vector<DeviceId>(static_cast<std::size_t>(problem.num_nodes()), 0);
+  return *make_human_expert_agent()->propose(problem).placement;
+}
 
 bool xla_fusible(core::OpKind kind) {
   switch (kind) {

@@ -58,6 +58,11 @@ struct XlaFusionOptions {
                                                               const core::DeviceId* placement,
                                                               const XlaFusionOptions& options);
 
+/// TensorFlow's default placement for `problem`: the human expert's, or every op on device 0
+/// with `single_device`.
+[[nodiscard]] std::vector<core::DeviceId> tf_default_placement(const Problem& problem,
+                                                               bool single_device);
+
 /// Registers `tf_default`.
 void register_tf_default(AgentRegistry& registry);
 

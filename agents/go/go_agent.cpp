@@ -8,7 +8,6 @@
 #include <utility>
 #include <vector>
 
-#include "agents/baselines/human_expert.h"
 #include "agents/baselines/tf_default.h"
 #include "agents/torch_utils.h"
 #include "core/errors.h"
@@ -485,8 +484,7 @@ std::string policy_options_text(const GoPolicyOptions& options) {
 
 DecisionBase tf_default_base(const Problem& problem, bool single_device) {
   DecisionBase base;
-  if (!single_device)
-    base.decision.placement = make_human_expert_agent()->propose(problem).placement;
+  base.decision.placement = tf_default_placement(problem, single_device);
   base.xla_fusion = true;
   return base;
 }

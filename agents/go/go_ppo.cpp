@@ -44,13 +44,7 @@ std::vector<std::int32_t> by_node(const torch::Tensor& by_position, const GraphT
 
 core::Decision placement_decision(const torch::Tensor& devices_by_position,
                                   const GraphTensors& tensors, const core::CompiledGraph& graph) {
-  auto devices = devices_by_position.to(torch::kLong).contiguous();
-  const auto* d = devices.data_ptr<std::int64_t>();
-  const auto* order = tensors.order.data_ptr<std::int64_t>();
-  std::vector<DeviceId> placement(static_cast<std::size_t>(graph.num_nodes()));
-  for (std::int64_t p = 0; p < tensors.num_nodes; ++p) {
-    placement[static_cast<std::size_t>(order[p])] = static_cast<DeviceId>(d[p]);
-  }
+  std::vector<DeviceId> placement = by_node(devices_by_position, tensors);
   apply_colocation(graph, placement);
   core::Decision decision;
   decision.placement = std::move(placement);
