@@ -75,7 +75,8 @@ hardware::ClusterSpec cpu_spec(const hardware::RooflineFit& fit,
         .memory_bandwidth(fit.memory_bandwidth_bytes_per_s)
         .memory_capacity(memory / devices)
         .launch_overhead(fit.launch_overhead_s)
-        .executor_overhead(executor.per_op_s);
+        .executor_overhead(executor.per_op_s)
+        .copy_engine(false);  // the receiving worker performs each copy (torch_backend)
     dev.compute_efficiency = fit.compute_efficiency;
     dev.memory_efficiency = fit.memory_efficiency;
     // Ops of these kinds compute nothing (a reshape is a view): they cost the executor

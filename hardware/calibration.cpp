@@ -427,6 +427,7 @@ std::string profile_yaml(const ClusterSpec& spec) {
       y << "    executor_overhead_s: " << num(d.executor_overhead_s) << "\n";
     }
     y << "    compute_streams: " << d.compute_streams << "\n";
+    if (!d.has_copy_engine) y << "    copy_engine: false\n";
     std::vector<std::string> none;
     for (int k = 0; k < core::kNumOpKinds; ++k) {
       if (d.no_kernel[static_cast<std::size_t>(k)]) {

@@ -37,6 +37,10 @@ DeviceSpec& DeviceSpec::streams(int count) {
   compute_streams = count;
   return *this;
 }
+DeviceSpec& DeviceSpec::copy_engine(bool present) {
+  has_copy_engine = present;
+  return *this;
+}
 DeviceSpec& DeviceSpec::efficiency(core::OpKind kind, double compute, double memory) {
   compute_efficiency[static_cast<std::size_t>(kind)] = compute;
   memory_efficiency[static_cast<std::size_t>(kind)] = memory;
@@ -58,7 +62,7 @@ bool DeviceSpec::same_numbers(const DeviceSpec& other) const {
          memory_capacity_bytes == other.memory_capacity_bytes &&
          launch_overhead_s == other.launch_overhead_s &&
          executor_overhead_s == other.executor_overhead_s &&
-         compute_streams == other.compute_streams &&
+         compute_streams == other.compute_streams && has_copy_engine == other.has_copy_engine &&
          compute_efficiency == other.compute_efficiency &&
          memory_efficiency == other.memory_efficiency && no_kernel == other.no_kernel &&
          op_type_curves == other.op_type_curves && kind_curves == other.kind_curves &&

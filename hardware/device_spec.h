@@ -90,6 +90,12 @@ struct DeviceSpec {
   /// when the profile does not measure it; `gopt calibrate` measures it on the CPU backend.
   Seconds executor_overhead_s = 0;
   int compute_streams = 1;  ///< kernels that may run concurrently
+  /// Whether tensors arriving from other devices are moved by a copy engine (DMA) that runs
+  /// alongside the compute streams, as on GPUs (the default). false: the device performs
+  /// every incoming copy itself on one of its compute streams, ahead of its ready ops, so a
+  /// copy takes compute time from it (a CPU worker thread; `gopt calibrate --backend cpu`
+  /// writes false). docs/simulator.md "Transfers" has the model.
+  bool has_copy_engine = true;
   /// Fraction of peak FLOP/s an op of each kind achieves, in (0, 1].
   std::array<double, core::kNumOpKinds> compute_efficiency{};
   /// Fraction of peak memory bandwidth an op of each kind achieves, in (0, 1].
@@ -114,6 +120,7 @@ struct DeviceSpec {
   DeviceSpec& launch_overhead(Seconds seconds);
   DeviceSpec& executor_overhead(Seconds seconds);
   DeviceSpec& streams(int count);
+  DeviceSpec& copy_engine(bool present);
   /// Sets the compute and memory efficiency of one kind.
   DeviceSpec& efficiency(core::OpKind kind, double compute, double memory);
   /// Sets the compute and memory efficiency of every kind.

@@ -67,6 +67,14 @@ class Reader {
     return value;
   }
 
+  bool boolean(const YAML::Node& node, const std::string& field) const {
+    bool value = false;
+    if (!node.IsScalar() || !YAML::convert<bool>::decode(node, value)) {
+      fail(node, field, "expected true or false, found " + kind_of(node));
+    }
+    return value;
+  }
+
   double positive(const YAML::Node& node, const std::string& field) const {
     double value = number(node, field);
     if (!(value > 0)) fail(node, field, "expected a positive number, found " + node.Scalar());
@@ -170,10 +178,11 @@ void parse_efficiency(const Reader& r, const YAML::Node& node, const std::string
 DeviceSpec parse_device_type(const Reader& r, const std::string& type_name, const YAML::Node& node,
                              const std::string& field) {
   r.expect_map(node, field);
-  r.check_keys(node, field,
-               {"peak_flops_per_s", "memory_bandwidth_bytes_per_s", "memory_capacity_bytes",
-                "launch_overhead_s", "executor_overhead_s", "compute_streams", "efficiency",
-                "no_kernel_kinds", "source", "description", "time_curves", "shape_tables"});
+  r.check_keys(
+      node, field,
+      {"peak_flops_per_s", "memory_bandwidth_bytes_per_s", "memory_capacity_bytes",
+       "launch_overhead_s", "executor_overhead_s", "compute_streams", "copy_engine", "efficiency",
+       "no_kernel_kinds", "source", "description", "time_curves", "shape_tables"});
   DeviceSpec spec("", type_name);
   auto peaks = r.require(node, field, "peak_flops_per_s");
   r.expect_map(peaks, field + ".peak_flops_per_s");
@@ -206,6 +215,9 @@ DeviceSpec parse_device_type(const Reader& r, const std::string& type_name, cons
       r.fail(streams, field + ".compute_streams", "expected 1 .. 64, found " + streams.Scalar());
     }
     spec.streams(static_cast<int>(count));
+  }
+  if (auto copy = node["copy_engine"]; copy.IsDefined()) {
+    spec.copy_engine(r.boolean(copy, field + ".copy_engine"));
   }
   if (auto eff = node["efficiency"]; eff.IsDefined()) {
     std::string f = field + ".efficiency";

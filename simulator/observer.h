@@ -57,7 +57,8 @@ struct SimulationContext {
 
 /// Receives every kernel and transfer of one simulation, in simulated-time order of the
 /// callback (start callbacks at their start, end callbacks at their end; a transfer's
-/// start callback comes when it is issued, carrying its computed start time).
+/// start callback comes when it is issued, carrying its computed start time, except a copy
+/// into a device without a copy engine, whose start callback comes when it starts).
 class SimulationObserver {
  public:
   virtual ~SimulationObserver() = default;

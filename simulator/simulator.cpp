@@ -47,6 +47,7 @@ struct Event {
 };
 
 constexpr std::uint64_t kArrivalBit = std::uint64_t{1} << 31;
+constexpr std::int32_t kQueuedCopy = -2;
 constexpr std::uint64_t kIdMask = kArrivalBit - 1;
 
 // A run of events sorted by (time, sequence), in an array whose capacity is kept: push
@@ -334,8 +335,10 @@ struct Transfer {
   std::int32_t recv_refs;  // data edges into consumers on dst still to finish
   Bytes bytes;
   Seconds end_s;
-  std::uint32_t sequence;       // of its arrival event
-  std::int32_t next_in_fifo;    // next transfer of its route's FIFO group, -1 for none
+  std::uint32_t sequence;  // of its arrival event
+  // Next transfer of its route's FIFO group, -1 for none; for a receiver copy (a
+  // destination without a copy engine) kQueuedCopy while queued, then -2 - its stream.
+  std::int32_t next_in_fifo;
   std::int32_t consumer_begin;  // the consumers it serves: Impl::consumers_[begin, end),
   std::int32_t consumer_end;    // in the producer's out-edge order
 };
@@ -404,6 +407,10 @@ class Simulator::Impl {
   int num_types_;
   std::vector<int> device_type_;
   std::vector<int> device_streams_;
+  // Devices without a copy engine perform their incoming copies on a compute stream
+  // (receiver copies): copy_engine_[d] == 0. receiver_copies_: some device has none.
+  std::vector<std::uint8_t> copy_engine_;
+  bool receiver_copies_ = false;
   std::vector<Bytes> capacity_;
   std::vector<Seconds> op_time_;  // [op * num_types + type]
   Seconds lb_critical_path_s_ = 0;
@@ -469,9 +476,15 @@ class Simulator::Impl {
   // then holds at most streams + groups events (a few, where one per route would be
   // devices^2 and every arrival a long insertion scan).
   std::vector<std::int32_t> fifo_tail_;  // the last transfer issued in the group, -1 if none
-  std::vector<ReadyHeap> ready_;         // with priorities
-  std::vector<RankSet> ready_ranks_;     // without
-  bool by_rank_ = true;                  // no priorities: ready_ranks_ serve
+  // Receiver copies waiting for a stream of their destination, FIFO per device:
+  // copy_queue_[d * copy_queue_capacity_ + i] for i in [copy_head_[d], copy_tail_[d]).
+  std::vector<std::int32_t> copy_queue_;
+  std::size_t copy_queue_capacity_ = 0;
+  std::vector<std::int32_t> copy_head_;
+  std::vector<std::int32_t> copy_tail_;
+  std::vector<ReadyHeap> ready_;      // with priorities
+  std::vector<RankSet> ready_ranks_;  // without
+  bool by_rank_ = true;               // no priorities: ready_ranks_ serve
   std::vector<std::uint64_t> busy_streams_;
   std::vector<int> idle_streams_;
   std::vector<Bytes> memory_;
@@ -503,6 +516,8 @@ class Simulator::Impl {
   void arrive(std::int32_t transfer);
   template <bool kFused, bool kObserved>
   void dispatch(DeviceId d);
+  template <bool kObserved>
+  void start_copies(DeviceId d);
   template <bool kFused, bool kObserved>
   void make_ready(std::int32_t task, DeviceId d);
   template <bool kFused, bool kObserved>
@@ -552,6 +567,8 @@ Simulator::Impl::Impl(const core::CompiledGraph& graph, const hardware::Cluster&
   for (DeviceId d = 0; d < num_devices_; ++d) {
     device_type_.push_back(cluster.device_type_index(d));
     device_streams_.push_back(cluster.device(d).compute_streams);
+    copy_engine_.push_back(cluster.device(d).has_copy_engine ? 1 : 0);
+    receiver_copies_ = receiver_copies_ || !cluster.device(d).has_copy_engine;
     capacity_.push_back(cluster.device(d).memory_capacity_bytes);
     if (representative[at(device_type_.back())] < 0) representative[at(device_type_.back())] = d;
   }
@@ -686,7 +703,17 @@ Simulator::Impl::Impl(const core::CompiledGraph& graph, const hardware::Cluster&
   remote_transfer_.resize(D);
   dirty_.resize(D);
   is_dirty_.assign(D, 0);
-  events_.reserve(at(cluster.total_compute_streams()), fifo_tail_.size());
+  std::size_t copy_streams = 0;  // receiver copies in flight hold one stream each
+  if (receiver_copies_) {
+    copy_queue_capacity_ = at(graph.num_edges());
+    copy_queue_.resize(D * copy_queue_capacity_);
+    copy_head_.assign(D, 0);
+    copy_tail_.assign(D, 0);
+    for (DeviceId d = 0; d < num_devices_; ++d) {
+      if (!copy_engine_[at(d)]) copy_streams += at(device_streams_[at(d)]);
+    }
+  }
+  events_.reserve(at(cluster.total_compute_streams()), fifo_tail_.size() + copy_streams);
   result_.devices.resize(D);
   result_.links.resize(at(cluster.num_links()));
 }
@@ -742,6 +769,7 @@ void Simulator::Impl::satisfy(NodeId consumer, DeviceId d) {
 
 template <bool kFused, bool kObserved>
 void Simulator::Impl::dispatch(DeviceId d) {
+  if (receiver_copies_) start_copies<kObserved>(d);
   if (by_rank_) {
     RankSet& queue = ready_ranks_[at(d)];
     while (idle_streams_[at(d)] > 0 && !queue.empty()) {
@@ -755,6 +783,33 @@ void Simulator::Impl::dispatch(DeviceId d) {
     auto rank = static_cast<std::uint32_t>(queue.pop());
     start<kFused, kObserved>(kFused ? task_of_rank_[rank] : topo_order_[rank], d);
   }
+}
+
+// Receiver copies go first, in issue order, as the CPU backend's worker performs its
+// incoming copies before its ready ops. Each holds a stream of d from now until it lands.
+template <bool kObserved>
+void Simulator::Impl::start_copies(DeviceId d) {
+  std::int32_t head = copy_head_[at(d)];
+  const std::int32_t tail = copy_tail_[at(d)];
+  const std::int32_t* queue = copy_queue_.data() + at(d) * copy_queue_capacity_;
+  while (idle_streams_[at(d)] > 0 && head < tail) {
+    const std::int32_t id = queue[head++];
+    const std::uint64_t busy = busy_streams_[at(d)];
+    const int stream = __builtin_ctzll(~busy);
+    busy_streams_[at(d)] = busy | (std::uint64_t{1} << stream);
+    --idle_streams_[at(d)];
+    Transfer& t = transfers_[at(id)];
+    assert(t.next_in_fifo == kQueuedCopy && "a receiver copy started twice");
+    t.end_s += now_;  // it held its duration while queued
+    t.sequence = static_cast<std::uint32_t>(sequence_++);
+    t.next_in_fifo = -2 - stream;
+    events_.push_arrival(Event{t.end_s, arrival_key(t.sequence, id)});
+    if constexpr (kObserved) {
+      transfer_times_[at(id)].start_s = now_;
+      observer_->on_transfer_start(transfer_event(id));
+    }
+  }
+  copy_head_[at(d)] = head;
 }
 
 template <bool kFused, bool kObserved>
@@ -798,6 +853,18 @@ template <bool kObserved>
       !kObserved && num_free_slots_ > 0 ? free_slots_[at(--num_free_slots_)] : num_slots_++;
   auto pair = at(src) * at(num_devices_) + at(dst);
   Route& route = routes_[pair];
+  if (receiver_copies_ && !copy_engine_[at(dst)]) {
+    // Queued for a stream of dst; it holds no link (the receiver copies through memory).
+    const Seconds duration = route.latency_s + static_cast<double>(bytes) * route.seconds_per_byte;
+    route.bytes += bytes;
+    route.busy_s += duration;
+    ++route.count;
+    transfers_[at(id)] = Transfer{producer, src, dst, 0, bytes, duration, 0, kQueuedCopy, 0, 0};
+    if constexpr (kObserved) transfer_times_.push_back(TransferTimes{now_, now_});
+    copy_queue_[at(dst) * copy_queue_capacity_ + at(copy_tail_[at(dst)]++)] = id;
+    mark_dirty(dst);
+    return id;
+  }
   Seconds start_s = now_;
   const std::size_t length = route_length_;
   const std::int32_t* channels = route_channels_.data() + pair * length;
@@ -999,7 +1066,13 @@ template <bool kFused, bool kObserved>
   Transfer& t = transfers_[at(id)];
   const std::int32_t next_id = t.next_in_fifo;
   if (next_id < 0) {
-    fifo_tail_[at(routes_[at(t.src) * at(num_devices_) + at(t.dst)].fifo)] = -1;
+    if (next_id == -1) {
+      fifo_tail_[at(routes_[at(t.src) * at(num_devices_) + at(t.dst)].fifo)] = -1;
+    } else {  // a receiver copy: its stream on dst is free again
+      busy_streams_[at(t.dst)] &= ~(std::uint64_t{1} << (-2 - next_id));
+      ++idle_streams_[at(t.dst)];
+      mark_dirty(t.dst);
+    }
   } else {
     const Transfer& next = transfers_[at(next_id)];
     events_.push_arrival(Event{next.end_s, arrival_key(next.sequence, next_id)});
@@ -1177,6 +1250,8 @@ const SimulationResult& Simulator::Impl::simulate(const core::Decision& decision
   }
   events_.clear();
   std::fill(fifo_tail_.begin(), fifo_tail_.end(), -1);
+  std::fill(copy_head_.begin(), copy_head_.end(), 0);
+  std::fill(copy_tail_.begin(), copy_tail_.end(), 0);
   std::fill(channel_free_s_.begin(), channel_free_s_.end(), 0.0);
   for (DeviceId d = 0; d < num_devices_; ++d) {
     ready_[at(d)].clear();

@@ -200,6 +200,24 @@ TEST(CalibrationTest, MeasuredProfilesRoundTripThroughYaml) {
   EXPECT_EQ(rebuilt.num_device_types(), 1);
 }
 
+TEST(CalibrationTest, DevicesWithoutCopyEngineRoundTrip) {
+  ClusterSpec spec = measured_cluster().spec();
+  for (auto& d : spec.devices) d.copy_engine(false);
+  std::string yaml = profile_yaml(spec);
+  EXPECT_NE(yaml.find("copy_engine: false"), std::string::npos) << yaml;
+  ClusterSpec back = parse_profile_yaml(yaml, "round_trip.yaml");
+  EXPECT_FALSE(back.devices[0].has_copy_engine);
+  EXPECT_TRUE(back.devices[0].same_numbers(spec.devices[0]));
+  // Absent (every datasheet profile): a copy engine, as on GPUs.
+  EXPECT_EQ(profile_yaml(measured_cluster().spec()).find("copy_engine"), std::string::npos);
+  EXPECT_TRUE(load_profile("p100x2_pcie").device(0).has_copy_engine);
+  EXPECT_ERROR_CONTAINS(
+      parse_profile_yaml(
+          std::string(yaml).replace(yaml.find("copy_engine: false"), 18, "copy_engine: maybe"),
+          "bad.yaml"),
+      "device_types.cpu_worker.copy_engine");
+}
+
 TEST(CalibrationTest, MalformedTimeCurvesNameTheField) {
   std::string yaml = profile_yaml(measured_cluster().spec());
   auto replace = [&](const std::string& from, const std::string& to) {

@@ -176,6 +176,74 @@ TEST(SimulatorTest, TwoTransfersContendForOneLink) {
   EXPECT_DOUBLE_EQ(sim2.simulate(place({0, 1, 1, 0})).step_time_s, 25);
 }
 
+// Without a copy engine the receiving device performs the copy on a compute stream: it
+// waits for a free stream and holds it, as a CPU worker does (docs/simulator.md).
+TEST(SimulatorTest, ReceiverCopyHoldsTheDestinationStream) {
+  GraphBuilder b("receiver");
+  b.add("a", "Relu").output_bytes(1000);
+  b.add("x", "Relu").output_bytes(10);
+  b.add("b", "Relu").output_bytes(10);
+  b.connect("a", "b");
+  auto g = CompiledGraph::compile(std::move(b).build());
+  // With a copy engine: a 0-10, transfer 10-22 while x runs 0-30 on gpu1, b 30-35.
+  auto dma = mesh_cluster(2, 100, 2);
+  LookupCostModel dma_cost(dma, {10, 30, 5});
+  EXPECT_DOUBLE_EQ(Simulator(g, dma, dma_cost).simulate(place({0, 1, 1})).step_time_s, 35);
+  // Without: the copy waits for x and runs 30-42 on gpu1, b 42-47.
+  auto cpu = mesh_cluster(2, 100, 2, 1LL << 40, 1, /*copy_engine=*/false);
+  LookupCostModel cpu_cost(cpu, {10, 30, 5});
+  Simulator sim(g, cpu, cpu_cost);
+  struct Recorder : SimulationObserver {
+    std::vector<TransferEvent> starts, ends;
+    void on_transfer_start(const TransferEvent& t) override { starts.push_back(t); }
+    void on_transfer_end(const TransferEvent& t) override { ends.push_back(t); }
+  } recorder;
+  const auto& r = sim.simulate(place({0, 1, 1}), &recorder);
+  EXPECT_DOUBLE_EQ(r.step_time_s, 47);
+  EXPECT_DOUBLE_EQ(r.devices[1].busy_s, 35);  // kernels only
+  EXPECT_EQ(r.num_transfers, 1);
+  EXPECT_EQ(r.links[0].bytes_moved, 1000);
+  EXPECT_DOUBLE_EQ(r.links[0].busy_s, 12);
+  ASSERT_EQ(recorder.starts.size(), 1u);
+  EXPECT_DOUBLE_EQ(recorder.starts[0].request_s, 10);
+  EXPECT_DOUBLE_EQ(recorder.starts[0].start_s, 30);
+  EXPECT_DOUBLE_EQ(recorder.starts[0].end_s, 42);
+  ASSERT_EQ(recorder.ends.size(), 1u);
+  EXPECT_DOUBLE_EQ(recorder.ends[0].end_s, 42);
+  // The same run unobserved gives the same result.
+  EXPECT_DOUBLE_EQ(sim.simulate(place({0, 1, 1})).step_time_s, 47);
+
+  // With two streams the copy takes the idle one: 10-22, b 22-27, x ends at 30.
+  auto cpu2 = mesh_cluster(2, 100, 2, 1LL << 40, 2, /*copy_engine=*/false);
+  LookupCostModel cpu2_cost(cpu2, {10, 30, 5});
+  const auto& r2 = Simulator(g, cpu2, cpu2_cost).simulate(place({0, 1, 1}));
+  EXPECT_DOUBLE_EQ(r2.step_time_s, 30);
+}
+
+TEST(SimulatorTest, ReceiverCopiesGoBeforeReadyOps) {
+  // a (gpu0) -> b (gpu1) -> c (gpu0); x and y on gpu1 are ready at 0; b has the highest
+  // priority. 1000 bytes at 100 B/s + 2 s latency = 12 s; 10 bytes = 2.1 s.
+  GraphBuilder gb("order");
+  gb.add("x", "Relu").output_bytes(10);
+  gb.add("y", "Relu").output_bytes(10);
+  gb.add("a", "Relu").output_bytes(1000);
+  gb.add("b", "Relu").output_bytes(10);
+  gb.add("c", "Relu").output_bytes(10);
+  gb.connect("a", "b").connect("b", "c");
+  auto g = CompiledGraph::compile(std::move(gb).build());
+  Decision d = place({1, 1, 0, 1, 0});
+  d.priority = std::vector<std::int32_t>{0, 0, 0, 1, 0};
+  // Receiver copies: x 0-12 on gpu1; the copy (queued at 10) goes before y: 12-24; b
+  // 24-29; y 29-49; b's output is copied by gpu0 29-31.1; c 31.1-131.1.
+  auto cpu = mesh_cluster(2, 100, 2, 1LL << 40, 1, /*copy_engine=*/false);
+  LookupCostModel cpu_cost(cpu, {12, 20, 10, 5, 100});
+  EXPECT_DOUBLE_EQ(Simulator(g, cpu, cpu_cost).simulate(d).step_time_s, 131.1);
+  // Copy engines: the transfer runs 10-22 while y runs 12-32; b 32-37; c 39.1-139.1.
+  auto dma = mesh_cluster(2, 100, 2);
+  LookupCostModel dma_cost(dma, {12, 20, 10, 5, 100});
+  EXPECT_DOUBLE_EQ(Simulator(g, dma, dma_cost).simulate(d).step_time_s, 139.1);
+}
+
 TEST(SimulatorTest, PrioritiesChangeTheMakespan) {
   // gpu0 runs a and b (10 each, both ready at 0); b feeds c (30) on gpu1.
   GraphBuilder b("priority");

@@ -58,13 +58,15 @@ inline hardware::DeviceSpec test_device(const std::string& name,
 
 /// `num_devices` devices with a direct link between every pair (a full mesh), each link
 /// with the given bandwidth and latency.
+/// `copy_engine` false: every device performs its incoming copies on a compute stream.
 inline hardware::Cluster mesh_cluster(int num_devices, double bandwidth_bytes_per_s,
                                       double latency_s, core::Bytes capacity_bytes = 1LL << 40,
-                                      int streams = 1) {
+                                      int streams = 1, bool copy_engine = true) {
   hardware::ClusterSpec spec;
   spec.with_name("mesh");
   for (int d = 0; d < num_devices; ++d) {
-    spec.add_device(test_device("gpu" + std::to_string(d), capacity_bytes, streams));
+    spec.add_device(
+        test_device("gpu" + std::to_string(d), capacity_bytes, streams).copy_engine(copy_engine));
   }
   for (int a = 0; a < num_devices; ++a) {
     for (int b = a + 1; b < num_devices; ++b) {
