@@ -99,8 +99,8 @@ hardware::ClusterSpec cpu_spec(const hardware::RooflineFit& fit,
       hardware::LinkSpec l("cpu" + std::to_string(d), "host_memory");
       l.bandwidth(link->bandwidth_bytes_per_s).latency(link->latency_s / 2);
       l.source =
-          "fitted to timed copies between two workers (producer end to copy landed, "
-          "worker handoff included); half the latency per hop";
+          "fitted to the durations of copies between two workers (from the copy's start on "
+          "the receiving worker to its landing); half the latency per hop";
       spec.add_link(l);
     }
   }

@@ -283,12 +283,14 @@ CalibrationMeasurements measure_for_calibration(Backend& backend,
     m.parallel_speedup = ratios.empty() ? 0 : ratios[ratios.size() / 2];
   }
   // Copies: a chain of ops alternating between devices 0 and 1, each consuming the previous
-  // one's `bytes` output, against the same chain on one device. The difference per hop is
-  // what a cross-device edge costs inside a graph: the copy and the handoff to a worker that
-  // may be asleep or busy (on a loaded machine that dominates small copies).
+  // one's `bytes` output. The receiving worker performs each copy (the simulator's model of
+  // a device without a copy engine); its recorded duration, from the copy's start on that
+  // worker to its landing, is what the copy holds the receiver for. The median over the
+  // chain's copies in the median step is one sample.
   const int hops = 32;
-  for (Bytes bytes :
-       {Bytes{4} << 10, Bytes{64} << 10, Bytes{256} << 10, Bytes{1} << 20, Bytes{4} << 20}) {
+  const auto timed = ExecutionOptions(exec).timeline(true);
+  for (Bytes bytes : {Bytes{4} << 10, Bytes{16} << 10, Bytes{64} << 10, Bytes{256} << 10,
+                      Bytes{1} << 20, Bytes{4} << 20}) {
     if (options.progress) {
       options.progress("copies of " + core::format_bytes(static_cast<double>(bytes)));
     }
@@ -302,13 +304,17 @@ CalibrationMeasurements measure_for_calibration(Backend& backend,
       prev = v;
     }
     core::Graph g = std::move(b).build();
-    core::Decision one, alternating;
+    core::Decision alternating;
     alternating.placement = std::vector<DeviceId>(static_cast<std::size_t>(hops + 1), 0);
     for (int i = 0; i <= hops; ++i) (*alternating.placement)[static_cast<std::size_t>(i)] = i % 2;
     for (int round = 0; round < std::max(1, options.rounds); ++round) {
-      ExecutionResult local = backend.execute(g, one, exec);
-      ExecutionResult remote = backend.execute(g, alternating, exec);
-      double t = (remote.step_time_s - local.step_time_s) / hops;
+      ExecutionResult remote = backend.execute(g, alternating, timed);
+      std::vector<double> durations;
+      for (const CopyRecord& c : remote.copies) durations.push_back(c.end_s - c.start_s);
+      if (durations.empty()) continue;
+      std::nth_element(durations.begin(), durations.begin() + durations.size() / 2,
+                       durations.end());
+      double t = durations[durations.size() / 2];
       if (t > 0) m.copies.push_back(CopySample{bytes, t});
     }
   }
