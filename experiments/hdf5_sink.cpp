@@ -309,6 +309,8 @@ RunResult read_result(const std::string& file, hid_t group, const std::string& n
     r.measured_step_time_s = a.number("measured_step_time_s");
     r.measured_backend = a.string("measured_backend");
     r.measured_spread = a.number("measured_spread");
+    if (a.has("op_times")) r.op_times = a.string("op_times");  // absent before it existed
+    if (a.has("op_times_in_sample")) r.op_times_in_sample = a.int64("op_times_in_sample") != 0;
   }
   try {
     auto options = nlohmann::json::parse(a.string("options"));
@@ -525,6 +527,8 @@ void Hdf5Sink::write(const RunResult& r) {
     w.attr("measured_step_time_s", r.measured_step_time_s);
     w.attr("measured_backend", r.measured_backend);
     w.attr("measured_spread", r.measured_spread);
+    w.attr("op_times", r.op_times);
+    w.attr("op_times_in_sample", r.op_times_in_sample);
   }
 
   auto group = [&](const char* sub) {

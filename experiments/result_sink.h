@@ -59,6 +59,13 @@ struct RunResult {
   double measured_step_time_s = -1;
   std::string measured_backend;  ///< the backend that measured it ("cpu: 2 worker threads ...")
   double measured_spread = 0;    ///< (max - min) / median of the measured steps (noise)
+  /// Where the simulated time's op times came from: "calibrated" (the profile's cost model)
+  /// or "profiled" (the graph's own ops measured on the backend); "calibrated" in files
+  /// written before the field existed.
+  std::string op_times = "calibrated";
+  /// With profiled op times: this decision runs every op on one device, as the profiling
+  /// run did, so its simulated time is in sample (not a prediction).
+  bool op_times_in_sample = false;
 };
 
 /// Facts about a run, written once when it starts (file attributes in HDF5).

@@ -1,9 +1,13 @@
 // `gopt validate --profile PROFILE.yaml [--backend cpu|cuda] [--graphs SPEC ...]
-//                [--decisions N] [--rounds R] [--steps S] [--out FILE.h5] [--json]`:
+//                [--decisions N] [--rounds R] [--steps S] [--op-times calibrated|profiled]
+//                [--out FILE.h5] [--json]`:
 // runs each graph under several baseline decisions both on a real backend and in the
-// simulator (with the profile's roofline cost model) and reports, per case, the measured and
-// simulated step times and, overall, the mean absolute percentage error, the largest error
-// and Kendall's tau between the measured and simulated orderings (docs/hardware-backend.md).
+// simulator and reports, per case, the measured and simulated step times and, overall, the
+// mean absolute percentage error, the largest error and Kendall's tau between the measured
+// and simulated orderings (docs/hardware-backend.md). The simulator's op times come from the
+// profile's cost model (`calibrated`, what agents use) or from a profiling run of the graph
+// itself on the backend (`profiled`, a profile-driven simulator; then the statistics are
+// also reported over the cases that the profile did not measure).
 //
 // This command, not `gopt run`, is the entry point of simulator validation: it needs the
 // measured profile of the backend it runs on, which an experiment config's `hardware:`
@@ -31,6 +35,7 @@
 #include "hardware/backend/backend.h"
 #include "hardware/cost_model.h"
 #include "hardware/profile.h"
+#include "hardware/profiled_cost_model.h"
 #include "hardware/validation.h"
 #include "simulator/simulator.h"
 
@@ -68,6 +73,8 @@ struct ValidateArgs {
   int rounds = 3;
   int warmup = 2;
   int steps = 5;
+  std::string op_times = "calibrated";
+  int profile_steps = 10;
   std::uint64_t seed = 1;
   std::string out;
   std::string ops_csv;
@@ -138,8 +145,18 @@ std::string pct(double v) {
   return buf;
 }
 
+/// Whether every op of `decision` runs on one device. Under profiled op times such a case is
+/// in sample: the profiling run measured its op times on that device (type) with the same
+/// neighbours, so its simulated time all but restates the profile's sum.
+bool on_one_device(const core::Decision& decision) {
+  if (!decision.placement || decision.placement->empty()) return true;
+  const auto& p = *decision.placement;
+  return std::all_of(p.begin(), p.end(), [&](core::DeviceId d) { return d == p.front(); });
+}
+
 struct Case {
   hardware::ValidationCase c;
+  bool in_sample = false;  ///< profiled op times measured under this placement
   core::Decision decision;
   std::string agent_type;
   std::uint64_t seed = 0;
@@ -154,6 +171,11 @@ struct Case {
 
 int run_validate(const ValidateArgs& args, CliContext& ctx) {
   auto kind = hardware::backend::backend_kind_from_string(args.backend, "--backend");
+  if (args.op_times != "calibrated" && args.op_times != "profiled") {
+    throw core::InputError("--op-times", "",
+                           "expected one of calibrated, profiled, found '" + args.op_times + "'");
+  }
+  const bool profiled = args.op_times == "profiled";
   auto cluster = hardware::load_profile(args.profile);
   auto cost_model = hardware::make_cost_model(cluster);
   const hardware::CostModel& cost = *cost_model;
@@ -175,8 +197,8 @@ int run_validate(const ValidateArgs& args, CliContext& ctx) {
   for (const auto& spec : specs) {
     core::Graph graph = datasets::load_graph(spec.graph, workloads, spec.load);
     auto cg = core::CompiledGraph::compile(graph);
-    simulator::Simulator sim(cg, cluster, cost, simulator::SimulatorOptions().source("decision"));
-    // The decisions: baselines in order, then random ones with successive seeds.
+    // The decisions: baselines in order, then random ones with successive seeds. Agents see
+    // the profile's cost model in both modes, so that both validate the same decisions.
     std::vector<Case> graph_cases;
     std::uint64_t random_seed = args.seed;
     for (std::size_t i = 0; static_cast<int>(graph_cases.size()) < args.decisions; ++i) {
@@ -199,11 +221,35 @@ int run_validate(const ValidateArgs& args, CliContext& ctx) {
       c.agent_type = agent;
       c.seed = seed;
       c.decision = std::move(d);
-      c.sim = sim.simulate(c.decision);
-      c.c.simulated_s = c.sim.step_time_s;
+      c.in_sample = profiled && on_one_device(c.decision);
       c.num_nodes = cg.num_nodes();
       c.graph = spec.graph;
       graph_cases.push_back(std::move(c));
+    }
+    // Profiled op times: one run of the graph with every op on device 0 (the single-device
+    // decision), separate from the cases' measurements; each op's median kernel time.
+    std::unique_ptr<hardware::ProfiledCostModel> profile_model;
+    if (profiled) {
+      ctx.err << "gopt validate: " << spec.label << " / profiling op times (every op on device 0, "
+              << args.profile_steps << " timed steps)\n";
+      auto r = backend->execute(
+          graph, core::Decision{},
+          hardware::backend::ExecutionOptions().warmup(args.warmup).timed(args.profile_steps));
+      if (r.cpu_share < 0.8) {
+        ctx.err << "gopt validate: warning: " << spec.label << ": the profiling run had its CPU "
+                << static_cast<int>(100 * r.cpu_share)
+                << "% of a step; other processes inflate its op times\n";
+      }
+      profile_model = std::make_unique<hardware::ProfiledCostModel>(cost, std::move(r.op_time_s),
+                                                                    /*measured_device=*/0);
+    }
+    const hardware::CostModel& sim_cost =
+        profile_model ? static_cast<const hardware::CostModel&>(*profile_model) : cost;
+    simulator::Simulator sim(cg, cluster, sim_cost,
+                             simulator::SimulatorOptions().source("decision"));
+    for (auto& c : graph_cases) {
+      c.sim = sim.simulate(c.decision);
+      c.c.simulated_s = c.sim.step_time_s;
     }
     // Measure in interleaved rounds so that slow drifts of a shared machine's load spread
     // over every decision instead of biasing one.
@@ -246,6 +292,13 @@ int run_validate(const ValidateArgs& args, CliContext& ctx) {
   std::vector<hardware::ValidationCase> plain;
   for (const auto& c : cases) plain.push_back(c.c);
   auto summary = hardware::summarize_validation(plain);
+  // Profiled op times were measured under the single-device placement: the statistics that
+  // say how well the simulator predicts what it was not given are over the other cases.
+  std::vector<hardware::ValidationCase> out_of_sample_cases;
+  for (const auto& c : cases) {
+    if (!c.in_sample) out_of_sample_cases.push_back(c.c);
+  }
+  auto out_of_sample = hardware::summarize_validation(out_of_sample_cases);
   double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::vector<double> spreads;
   std::vector<double> shares;
@@ -266,7 +319,9 @@ int run_validate(const ValidateArgs& args, CliContext& ctx) {
     std::string yaml = "profile: " + args.profile + "\nbackend: " + args.backend +
                        "\ndecisions: " + std::to_string(args.decisions) +
                        "\nrounds: " + std::to_string(args.rounds) +
-                       "\nsteps: " + std::to_string(args.steps) + "\ngraphs:\n";
+                       "\nsteps: " + std::to_string(args.steps) + "\nop_times: " + args.op_times +
+                       (profiled ? "\nprofile_steps: " + std::to_string(args.profile_steps) : "") +
+                       "\ngraphs:\n";
     for (const auto& s : specs) yaml += "  - \"" + s.label + "\"\n";
     meta.config_yaml = yaml;
     meta.gopt_version = std::string(version());
@@ -300,6 +355,8 @@ int run_validate(const ValidateArgs& args, CliContext& ctx) {
       r.measured_step_time_s = c.c.measured_s;
       r.measured_backend = backend->describe();
       r.measured_spread = c.spread;
+      r.op_times = args.op_times;
+      r.op_times_in_sample = c.in_sample;
       sink.write(r);
     }
   }
@@ -320,29 +377,56 @@ int run_validate(const ValidateArgs& args, CliContext& ctx) {
     j["profile"] = args.profile;
     j["backend"] = backend->describe();
     j["wall_s"] = wall_s;
+    j["op_times"] = args.op_times;
+    if (profiled) {
+      j["profile_steps"] = args.profile_steps;
+      j["cases_out_of_sample"] = out_of_sample.cases;
+      if (out_of_sample.cases > 0) {
+        j["mape_out_of_sample"] = out_of_sample.mape;
+        j["max_abs_pct_error_out_of_sample"] = out_of_sample.max_abs_pct_error;
+        j["mean_pct_error_out_of_sample"] = out_of_sample.mean_pct_error;
+        j["kendall_tau_out_of_sample"] = out_of_sample.kendall_tau;
+        j["mean_graph_kendall_tau_out_of_sample"] = out_of_sample.mean_graph_kendall_tau;
+      } else {  // every decision ran on one device: nothing out of sample
+        for (const char* key : {"mape_out_of_sample", "max_abs_pct_error_out_of_sample",
+                                "mean_pct_error_out_of_sample", "kendall_tau_out_of_sample",
+                                "mean_graph_kendall_tau_out_of_sample"}) {
+          j[key] = nullptr;
+        }
+      }
+    }
     for (const auto& c : cases) {
-      j["per_case"].push_back({{"graph", c.c.graph},
-                               {"decision", c.c.decision},
-                               {"measured_s", c.c.measured_s},
-                               {"simulated_s", c.c.simulated_s},
-                               {"pct_error", c.c.pct_error()},
-                               {"spread", c.spread},
-                               {"cpu_share", median(c.cpu_shares)}});
+      nlohmann::json row = {{"graph", c.c.graph},
+                            {"decision", c.c.decision},
+                            {"measured_s", c.c.measured_s},
+                            {"simulated_s", c.c.simulated_s},
+                            {"pct_error", c.c.pct_error()},
+                            {"spread", c.spread},
+                            {"cpu_share", median(c.cpu_shares)}};
+      if (profiled) row["in_sample"] = c.in_sample;
+      j["per_case"].push_back(std::move(row));
     }
     ctx.out << j.dump() << "\n";
     return kExitOk;
   }
   auto& out = ctx.out;
   out << "backend: " << backend->describe() << "; profile: " << args.profile << " ("
-      << cluster.name() << ")\n\n";
+      << cluster.name() << ")\n";
+  if (profiled) {
+    out << "op times: profiled (each graph's ops measured on device 0, median of "
+        << args.profile_steps << " steps; * = in sample: every op on one device)\n\n";
+  } else {
+    out << "op times: calibrated (the profile's cost model)\n\n";
+  }
   char line[512];
   std::snprintf(line, sizeof line, "%-40s %-16s %12s %12s %8s %7s %5s\n", "graph", "decision",
                 "measured", "simulated", "error", "noise", "cpu");
   out << line;
   for (const auto& c : cases) {
     std::string g = c.c.graph.size() > 40 ? c.c.graph.substr(0, 37) + "..." : c.c.graph;
+    std::string decision = c.c.decision + (c.in_sample ? " *" : "");
     std::snprintf(line, sizeof line, "%-40s %-16s %12s %12s %8s %6.1f%% %4.0f%%\n", g.c_str(),
-                  c.c.decision.c_str(), core::format_seconds(c.c.measured_s).c_str(),
+                  decision.c_str(), core::format_seconds(c.c.measured_s).c_str(),
                   core::format_seconds(c.c.simulated_s).c_str(), pct(c.c.pct_error()).c_str(),
                   100 * c.spread, 100 * median(c.cpu_shares));
     out << line;
@@ -354,6 +438,17 @@ int run_validate(const ValidateArgs& args, CliContext& ctx) {
                 summary.worst_case.c_str(), summary.mean_pct_error, summary.kendall_tau,
                 summary.mean_graph_kendall_tau);
   out << line;
+  if (profiled && out_of_sample.cases > 0) {
+    std::snprintf(line, sizeof line,
+                  "out of sample (%d cases not on one device): MAPE %.1f%%, max |error| %.1f%% "
+                  "(%s), mean error %+.1f%%; Kendall tau %.3f, %.3f mean within a graph\n",
+                  out_of_sample.cases, out_of_sample.mape, out_of_sample.max_abs_pct_error,
+                  out_of_sample.worst_case.c_str(), out_of_sample.mean_pct_error,
+                  out_of_sample.kendall_tau, out_of_sample.mean_graph_kendall_tau);
+    out << line;
+  } else if (profiled) {
+    out << "out of sample: no case (every decision ran on one device)\n";
+  }
   std::snprintf(line, sizeof line,
                 "noise: median (max - min) / median of a case's measured steps %.1f%%; the "
                 "busiest worker had its CPU %.0f%% of a step (median; 100%% on an idle machine)\n",
@@ -396,6 +491,14 @@ void add_validate_command(CLI::App& app, CliContext& context) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--steps", args->steps, "Timed steps per measurement (median over rounds)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--op-times", args->op_times,
+                  "Simulated op times: calibrated (the profile's cost model) or profiled (each\n"
+                  "graph's own ops measured on the backend, every op on device 0)")
+      ->capture_default_str();
+  cmd->add_option("--profile-steps", args->profile_steps,
+                  "Timed steps of the profiling run with --op-times profiled (per-op median)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   cmd->add_option("--seed", args->seed, "Seed of the random decisions")->capture_default_str();

@@ -29,7 +29,8 @@ RESULT_ATTRS = [
     "wall_s", "samples",
 ]
 # Written only by `gopt validate` (measured on a real backend); absent otherwise.
-MEASURED_ATTRS = ["measured_step_time_s", "measured_backend", "measured_spread"]
+MEASURED_ATTRS = ["measured_step_time_s", "measured_backend", "measured_spread", "op_times",
+                  "op_times_in_sample"]
 CURVE_FIELDS = ["step", "samples", "best_step_time_s", "mean_step_time_s", "wall_s"]
 
 

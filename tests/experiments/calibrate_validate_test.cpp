@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "experiments/hdf5_sink.h"
 #include "hardware/profile.h"
 #include "tests/support/run_command.h"
 
@@ -81,6 +82,8 @@ TEST_F(CalibrateValidateTest, ValidateReportsErrorAndRankCorrelation) {
     EXPECT_GT(c["measured_s"].get<double>(), 0);
     EXPECT_GT(c["simulated_s"].get<double>(), 0);
   }
+  EXPECT_EQ(j["op_times"], "calibrated");  // the default: the profile's cost model
+  EXPECT_FALSE(j.contains("mape_out_of_sample")) << r.out;
   auto table = run_command(kGopt + " table " + h5);
   ASSERT_EQ(table.exit_code, 0) << table.err;
   EXPECT_TRUE(contains(table.out, "## Simulator validation: measured vs simulated step time"))
@@ -91,6 +94,53 @@ TEST_F(CalibrateValidateTest, ValidateReportsErrorAndRankCorrelation) {
   auto text = run_command(validate(""));
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_TRUE(contains(text.out, "cases 6 over 2 graphs: MAPE")) << text.out;
+}
+
+// Profile-driven simulation: each graph's ops measured once on device 0, then every case
+// simulated with those times; the single-device case is in sample, the others are not.
+TEST_F(CalibrateValidateTest, ProfiledOpTimesReportOutOfSampleStatistics) {
+  ASSERT_EQ(calibrate_.exit_code, 0) << calibrate_.err;
+  auto h5 = (dir_ / "profiled.h5").string();
+  auto r = run_command(validate("--op-times profiled --profile-steps 2 --json --out " + h5));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "profiling op times")) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["op_times"], "profiled");
+  EXPECT_EQ(j["profile_steps"].get<int>(), 2);
+  for (const char* key : {"mape_out_of_sample", "kendall_tau_out_of_sample",
+                          "mean_graph_kendall_tau_out_of_sample", "cases_out_of_sample"}) {
+    EXPECT_TRUE(j.contains(key)) << key << " in " << r.out;
+  }
+  ASSERT_EQ(j["per_case"].size(), 6u);
+  int out_of_sample = 0;
+  for (const auto& c : j["per_case"]) {
+    EXPECT_GT(c["simulated_s"].get<double>(), 0);
+    if (c["decision"] == "single_device") {
+      EXPECT_TRUE(c["in_sample"].get<bool>()) << c;
+    }
+    if (c["decision"] == "round_robin") {
+      EXPECT_FALSE(c["in_sample"].get<bool>()) << c;
+    }
+    if (!c["in_sample"].get<bool>()) ++out_of_sample;
+  }
+  EXPECT_EQ(j["cases_out_of_sample"].get<int>(), out_of_sample);
+  EXPECT_GE(out_of_sample, 2);  // round_robin on each graph
+  EXPECT_TRUE(j["mape_out_of_sample"].is_number()) << r.out;
+
+  // The results file says which op times the simulated times used.
+  auto file = read_results_file(h5);
+  EXPECT_TRUE(contains(file.metadata.config_yaml, "op_times: profiled"))
+      << file.metadata.config_yaml;
+  ASSERT_EQ(file.results.size(), 6u);
+  for (const auto& res : file.results) {
+    EXPECT_EQ(res.op_times, "profiled");
+    if (res.agent_type == "single_device") {
+      EXPECT_TRUE(res.op_times_in_sample);
+    }
+  }
+  auto table = run_command(kGopt + " table " + h5);
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_TRUE(contains(table.out, "Out of sample")) << table.out;
 }
 
 TEST_F(CalibrateValidateTest, BadInputGetsClearErrors) {
@@ -106,6 +156,11 @@ TEST_F(CalibrateValidateTest, BadInputGetsClearErrors) {
   r = run_command(kGopt + " validate --profile " + profile_ + " --graphs rnnlm_2:hidden");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(contains(r.err, "--graphs")) << r.err;
+
+  r = run_command(validate("--op-times measured"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "--op-times")) << r.err;
+  EXPECT_TRUE(contains(r.err, "expected one of calibrated, profiled")) << r.err;
 
   r = run_command(kGopt + " validate --profile " + profile_ + " --graphs " +
                   std::string(GOPT_TEST_DATA_DIR) + "/graphs/cycle.json");
