@@ -5,12 +5,21 @@
 #include <numeric>
 #include <string>
 
+#include <unistd.h>
+
 #include "core/compiled_graph.h"
 
 namespace gopt::hardware::backend {
 namespace {
 
 using I64 = std::int64_t;
+
+// The size of one core's last private cache level (L2), from the C library; 2 MiB (this
+// development VM's) when it does not say.
+Bytes per_core_cache_bytes() {
+  long l2 = ::sysconf(_SC_LEVEL2_CACHE_SIZE);
+  return l2 > 0 ? static_cast<Bytes>(l2) : (Bytes{2} << 20);
+}
 
 I64 scaled(I64 v, double s) { return std::max<I64>(1, static_cast<I64>(std::llround(v * s))); }
 
@@ -282,13 +291,19 @@ CalibrationMeasurements measure_for_calibration(Backend& backend,
     std::sort(ratios.begin(), ratios.end());
     m.parallel_speedup = ratios.empty() ? 0 : ratios[ratios.size() / 2];
   }
-  // Copies: a chain of ops alternating between devices 0 and 1, each consuming the previous
-  // one's `bytes` output. The receiving worker performs each copy (the simulator's model of
-  // a device without a copy engine); its recorded duration, from the copy's start on that
-  // worker to its landing, is what the copy holds the receiver for. The median over the
-  // chain's copies in the median step is one sample.
+  // Copies: a chain of ops alternating between devices 0 and 1, each sending the next one
+  // `bytes`. The receiving worker performs each copy (the simulator's model of a device
+  // without a copy engine); its recorded duration, from the copy's start on that worker to
+  // its landing, is what the copy holds the receiver for. The median over the chain's
+  // copies in the median step is one sample. Each op writes as much as the per-core (L2)
+  // cache holds, so that copies meet the caches other ops leave behind in a graph step (as
+  // the op chains above do for kernels): with warm caches copies ran 2-5x faster than in
+  // graphs. Writing 8 MiB instead (4x this machine's L2) also cooled the receiving worker
+  // itself (it slept through the longer ops) and made small copies 2-3x slower than in
+  // graphs (docs/hardware-backend.md).
   const int hops = 32;
   const auto timed = ExecutionOptions(exec).timeline(true);
+  const Bytes flush = per_core_cache_bytes();
   for (Bytes bytes : {Bytes{4} << 10, Bytes{16} << 10, Bytes{64} << 10, Bytes{256} << 10,
                       Bytes{1} << 20, Bytes{4} << 20}) {
     if (options.progress) {
@@ -297,9 +312,10 @@ CalibrationMeasurements measure_for_calibration(Backend& backend,
     core::GraphBuilder b("calibration/copy");
     core::NodeId prev = -1;
     for (int i = 0; i <= hops; ++i) {
+      const Bytes elements = std::max<Bytes>(bytes, flush) / 4;
       core::NodeId v = b.add("op" + std::to_string(i), "Relu")
-                           .output({std::max<Bytes>(1, bytes / 4)})
-                           .flops(static_cast<double>(bytes / 4));
+                           .output({elements})
+                           .flops(static_cast<double>(elements));
       if (prev >= 0) b.connect(prev, v, bytes);
       prev = v;
     }

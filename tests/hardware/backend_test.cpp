@@ -206,7 +206,13 @@ TEST(BackendTest, CalibrationChainsMeasureEveryBenchmark) {
   auto m = measure_for_calibration(*backend, options);
   ASSERT_EQ(m.ops.size(), ops.size());
   for (const auto& s : m.ops) EXPECT_GT(s.time_s, 0) << s.label;
-  EXPECT_FALSE(m.copies.empty());
+  // One copy sample per size and round: the median recorded duration of a chain's copies,
+  // which is never zero (4 KiB .. 4 MiB).
+  ASSERT_EQ(m.copies.size(), 6u);
+  for (std::size_t i = 0; i < m.copies.size(); ++i) {
+    EXPECT_GT(m.copies[i].time_s, 0);
+    if (i > 0) EXPECT_GT(m.copies[i].bytes, m.copies[i - 1].bytes);
+  }
   // The NoOp chains and every op chain measured what the executor adds.
   EXPECT_GE(m.executor.size(), 3u);
   for (const auto& e : m.executor) EXPECT_GE(e.time_s, e.kernel_time_s);
