@@ -61,6 +61,20 @@ std::vector<MicrobenchOp> calibration_ops(double s) {
     I64 ms = scaled(m, s), ks = scaled(k, s), ns = scaled(n, s);
     ops.push_back(op("MatMul", {ms, ns}, 2.0 * ms * ks * ns, {ms * ks * f, ks * ns * f}));
   }
+  // Training graphs' other two products of a layer, on a grid over the batch dimension
+  // (8 .. 64 rows; BLAS kernels change blocking between them, so rates are not monotone):
+  // the input gradient, batch rows again ([b, n] x [n, k]), and the weight gradient, whose
+  // inner dimension is the batch ([k, b] x [b, n]), both for 256x256, 512x1024 and
+  // 1024x4096 weights.
+  for (I64 rows : {I64{8}, I64{16}, I64{32}, I64{64}}) {
+    for (auto [k, n] : std::vector<std::array<I64, 2>>{{256, 256}, {512, 1024}, {1024, 4096}}) {
+      I64 bs = scaled(rows, s), ks = scaled(k, s), ns = scaled(n, s);
+      if (rows == 16 || rows == 64) {
+        ops.push_back(op("MatMul", {bs, ks}, 2.0 * bs * ns * ks, {bs * ns * f, ns * ks * f}));
+      }
+      ops.push_back(op("MatMul", {ks, ns}, 2.0 * ks * bs * ns, {ks * bs * f, bs * ns * f}));
+    }
+  }
   for (auto [b, m, k] : std::vector<std::array<I64, 3>>{{8, 32, 32}, {16, 64, 32}, {16, 128, 64}}) {
     I64 ms = scaled(m, s);
     ops.push_back(

@@ -211,7 +211,9 @@ TEST(BackendTest, CalibrationChainsMeasureEveryBenchmark) {
   ASSERT_EQ(m.copies.size(), 6u);
   for (std::size_t i = 0; i < m.copies.size(); ++i) {
     EXPECT_GT(m.copies[i].time_s, 0);
-    if (i > 0) EXPECT_GT(m.copies[i].bytes, m.copies[i - 1].bytes);
+    if (i > 0) {
+      EXPECT_GT(m.copies[i].bytes, m.copies[i - 1].bytes);
+    }
   }
   // The NoOp chains and every op chain measured what the executor adds.
   EXPECT_GE(m.executor.size(), 3u);
