@@ -294,6 +294,29 @@ int main(int argc, char** argv) {
     }
     ++m;
   }
+  // Devices without a copy engine (receiver copies), after the cases above so that their
+  // lines keep their places.
+  const Mesh receiver_meshes[] = {{2, 1, 1e9, 1e-6, 100000}, {4, 2, 1e8, 2e-6, 3000000}};
+  for (const auto& mesh : receiver_meshes) {
+    for (const auto& dag : mesh_dags) {
+      auto g = CompiledGraph::compile(gopt::testing::random_dag(gopt::testing::RandomDagOptions()
+                                                                    .with_nodes(dag.nodes)
+                                                                    .with_window(dag.window)
+                                                                    .with_seed(dag.seed + m)));
+      auto cluster = gopt::simulator::testing::mesh_cluster(
+          mesh.devices, mesh.bandwidth, mesh.latency, mesh.capacity, mesh.streams, false);
+      std::mt19937_64 rng(static_cast<std::uint64_t>(m) * 1000 + 17);
+      std::vector<double> times(static_cast<std::size_t>(g.num_nodes()));
+      for (auto& t : times) {
+        auto r = rng() % 8;
+        t = r == 0 ? 0.0 : r == 1 ? 1e-6 : static_cast<double>(rng() % 1000) * 1e-7;
+      }
+      gopt::simulator::testing::LookupCostModel cost(cluster, times, 0.0);
+      run_cases("receiver" + std::to_string(m) + "/dag" + std::to_string(dag.nodes), g, cluster,
+                cost, dag.seed * 131 + static_cast<std::uint64_t>(m), totals, true);
+    }
+    ++m;
+  }
   if (!quick) {
     gopt::datasets::WorkloadRegistry registry;
     gopt::datasets::register_builtin_workloads(registry);

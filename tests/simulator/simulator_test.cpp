@@ -216,8 +216,8 @@ TEST(SimulatorTest, ReceiverCopyHoldsTheDestinationStream) {
   // With two streams the copy takes the idle one: 10-22, b 22-27, x ends at 30.
   auto cpu2 = mesh_cluster(2, 100, 2, 1LL << 40, 2, /*copy_engine=*/false);
   LookupCostModel cpu2_cost(cpu2, {10, 30, 5});
-  const auto& r2 = Simulator(g, cpu2, cpu2_cost).simulate(place({0, 1, 1}));
-  EXPECT_DOUBLE_EQ(r2.step_time_s, 30);
+  Simulator sim2(g, cpu2, cpu2_cost);
+  EXPECT_DOUBLE_EQ(sim2.simulate(place({0, 1, 1})).step_time_s, 30);
 }
 
 TEST(SimulatorTest, ReceiverCopiesGoBeforeReadyOps) {
