@@ -127,7 +127,10 @@ class GoAgent final : public TransferableAgent {
       }
     }
     check_devices(problem);
-    return greedy_decision(policy_, make_graph_tensors(problem.graph), problem, base_for(problem));
+    const DecisionBase base = base_for(problem);
+    GraphTensors tensors = make_graph_tensors(problem.graph);
+    tensors.placement_prior = placement_prior(tensors, base);
+    return greedy_decision(policy_, tensors, problem, base);
   }
 
   void train(Environment& env, const TrainBudget& budget, TrainingObserver* observer) override {
@@ -146,7 +149,7 @@ class GoAgent final : public TransferableAgent {
         break;
     }
     std::vector<PpoTask> tasks;
-    tasks.emplace_back(env, base_for(env.problem()));
+    add_task(tasks, env);
     const std::int64_t cap =
         options_.mode == GoMode::kFinetune ? options_.finetune_steps : budget.max_steps;
     run_ppo(tasks, 1, budget, cap, observer);
@@ -159,7 +162,7 @@ class GoAgent final : public TransferableAgent {
     }
     create_policy(core::mix_seed(options_.seed, environments.front()->problem().seed));
     std::vector<PpoTask> tasks;
-    for (auto* env : environments) tasks.emplace_back(*env, base_for(env->problem()));
+    for (auto* env : environments) add_task(tasks, *env);
     const auto n = static_cast<std::int64_t>(tasks.size());
     const std::int64_t per_batch =
         options_.graphs_per_batch > 0 ? std::min(options_.graphs_per_batch, n) : n;
@@ -275,6 +278,27 @@ class GoAgent final : public TransferableAgent {
       base.xla_fusion = false;
     }
     return base;
+  }
+
+  void add_task(std::vector<PpoTask>& tasks, Environment& env) const {
+    tasks.emplace_back(env, base_for(env.problem()));
+    tasks.back().tensors.placement_prior = placement_prior(tasks.back().tensors, tasks.back().base);
+  }
+
+  // options_.placement_prior on the base placement's device of every op, by position; an
+  // undefined tensor when there is no prior.
+  torch::Tensor placement_prior(const GraphTensors& tensors, const DecisionBase& base) const {
+    const GoPolicyOptions& o = policy_ ? policy_->options : options_.policy;
+    if (!(options_.placement_prior > 0) || !o.place() || !base.decision.placement) return {};
+    const auto& placement = *base.decision.placement;
+    auto prior = torch::zeros({tensors.num_nodes, o.max_devices()});
+    auto p = prior.accessor<float, 2>();
+    const auto* order = tensors.order.data_ptr<std::int64_t>();
+    for (std::int64_t pos = 0; pos < tensors.num_nodes; ++pos) {
+      p[pos][placement[static_cast<std::size_t>(order[pos])]] =
+          static_cast<float>(options_.placement_prior);
+    }
+    return prior;
   }
 
   void check_devices(const Problem& problem) const {
@@ -412,6 +436,9 @@ std::vector<OptionSpec> task_specs() {
       {"default_placement", OptionType::kString, "human_expert",
        "placement when the agent does not decide it, as tf_default: human_expert or "
        "single_device"},
+      {"placement_prior", OptionType::kDouble, "0",
+       "placement variants: logit bonus for each op's default_placement device (0: start "
+       "from random placements; 4: start near the default)"},
   };
 }
 
@@ -443,6 +470,11 @@ GoOptions read_multitask(const AgentOptions& o, const std::string& name, bool pl
                            "expected human_expert or single_device, found '" + placement + "'");
   }
   const bool single_device = placement == "single_device";
+  g.placement_prior = o.get_double("placement_prior");
+  if (!(g.placement_prior >= 0) || !std::isfinite(g.placement_prior)) {
+    throw core::InputError("", "agents." + name + ".placement_prior",
+                           "expected a number >= 0, found " + text_of(g.placement_prior));
+  }
   g.base = [single_device](const Problem& problem) {
     return tf_default_base(problem, single_device);
   };

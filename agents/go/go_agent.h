@@ -43,6 +43,10 @@ struct GoOptions {
   /// What decisions keep for the tasks the policy does not decide (empty: every op on
   /// device 0, FIFO, no fusion). The multi-task variants use tf_default_base.
   std::function<DecisionBase(const Problem&)> base;
+  /// Logit bonus for the device the base decision gives each op (GraphTensors::
+  /// placement_prior), when the policy decides placement and the base has a placement.
+  /// 0: none, placement starts at random (go_one, and the multi-task default).
+  double placement_prior = 0;
 };
 
 /// TensorFlow's default pipeline as a DecisionBase: the human expert's placement (or every

@@ -35,6 +35,11 @@ struct GraphTensors {
   /// [N] float: 1 where the node's own action decides its device, 0 for colocated ops
   /// that follow their group's first op (their sampled action is overridden).
   torch::Tensor action_mask;
+  /// Optional [N, max_devices] float, by position: added to the placement logits before
+  /// the softmax. The multi-task agents' `placement_prior` puts a bonus on the device the
+  /// default pipeline gives each op, so that placement starts near the default instead of
+  /// at random (docs/agents.md "Multi-task GO"). Undefined: no prior.
+  torch::Tensor placement_prior;
 };
 
 /// Builds the tensors of `graph`.

@@ -206,8 +206,19 @@ void GoPolicyImpl::reset_heads() {
   placement_->weight.mul_(options.head_init_scale());
 }
 
+torch::Tensor GoPolicyImpl::placement_logits(const torch::Tensor& x, const torch::Tensor& masked,
+                                             const GraphTensors& g) {
+  auto logits = placement_(x);
+  if (g.placement_prior.defined()) {
+    TORCH_CHECK(g.placement_prior.sizes() == logits.sizes(), "GO policy: a placement prior of ",
+                g.placement_prior.sizes(), " for logits of ", logits.sizes());
+    logits = logits + g.placement_prior;
+  }
+  return logits.masked_fill(masked, kMaskedLogit);
+}
+
 torch::Tensor GoPolicyImpl::forward_tasks(const torch::Tensor& shared, const torch::Tensor& masked,
-                                          PolicyOutput& out) {
+                                          const GraphTensors& g, PolicyOutput& out) {
   // Each task's layer reads the previous task's output (residual chain) plus an embedding of
   // the previous task's decision distribution, detached: a later task sees what the earlier
   // ones decide, and each head is trained by its own objective only.
@@ -223,7 +234,7 @@ torch::Tensor GoPolicyImpl::forward_tasks(const torch::Tensor& shared, const tor
     torch::Tensor logits;
     switch (tasks[i]) {
       case GoTask::kPlacement:
-        logits = out.logits = placement_(x).masked_fill(masked, kMaskedLogit);
+        logits = out.logits = placement_logits(x, masked, g);
         break;
       case GoTask::kScheduling:
         logits = out.priority_logits = priority_(x);
@@ -269,9 +280,9 @@ PolicyOutput GoPolicyImpl::forward(const GraphTensors& g, std::int64_t devices) 
     }
     x = attend(input, graph_embedding);
     if (options.task_layers()) {
-      x = forward_tasks(x, masked, out);
+      x = forward_tasks(x, masked, g, out);
     } else {
-      out.logits = placement_(x).masked_fill(masked, kMaskedLogit);
+      out.logits = placement_logits(x, masked, g);
     }
   }
   // The value head reads detached features: its regression never pulls on the policy.

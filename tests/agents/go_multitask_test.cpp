@@ -4,6 +4,7 @@
 // single-task agent improves each, the joint agent improves all three.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -253,6 +254,32 @@ TEST(GoMultitaskAgentTest, SchedulingVariantKeepsTheExpertPlacementAndXlaFusion)
   EXPECT_EQ(d.placement, tf.placement);
   EXPECT_EQ(d.fusion, tf.fusion);
   ASSERT_TRUE(d.priority.has_value());
+}
+
+TEST(GoMultitaskAgentTest, PlacementPriorStartsFromTheDefaultPlacement) {
+  // An untrained placement variant places at random; with a strong prior its greedy
+  // placement is the default pipeline's (tf_default's expert placement), and a bad prior is
+  // an error naming the field.
+  testing::ProblemFixture f(testing::parallel_chains(4, 8), "p100x4_pcie", 2);
+  AgentRegistry r;
+  register_builtin_agents(r);
+  const auto tf = r.create("tf_default", {})->propose(f.problem);
+  const std::map<std::string, std::string> small = {{"hidden", "16"}, {"segment_length", "4"}};
+  auto without = r.create("go_placement", small)->propose(f.problem);
+  EXPECT_NE(without.placement, tf.placement);
+  auto options = small;
+  options["placement_prior"] = "50";
+  auto with = r.create("go_placement", options)->propose(f.problem);
+  EXPECT_EQ(with.placement, tf.placement);
+  auto joint = r.create("go_multitask", options)->propose(f.problem);
+  EXPECT_EQ(joint.placement, tf.placement);
+  try {
+    (void)r.create("go_multitask", {{"placement_prior", "-1"}});
+    FAIL() << "placement_prior -1 accepted";
+  } catch (const core::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("agents.go_multitask.placement_prior"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace
