@@ -265,10 +265,12 @@ int main(int argc, char** argv) {
     double bandwidth;
     double latency;
     gopt::core::Bytes capacity;
+    bool copy_engine = true;  // false: receiver copies (last, so earlier lines keep places)
   };
-  const Mesh meshes[] = {{3, 2, 1e9, 1e-6, 1LL << 40},  {4, 1, 1e3, 0, 400000},
-                         {12, 1, 1e6, 1e-5, 1LL << 40}, {5, 3, 1e12, 0, 2000000},
-                         {2, 1, 1e9, 1e-6, 100000},     {9, 2, 1e8, 2e-6, 3000000}};
+  const Mesh meshes[] = {{3, 2, 1e9, 1e-6, 1LL << 40},     {4, 1, 1e3, 0, 400000},
+                         {12, 1, 1e6, 1e-5, 1LL << 40},    {5, 3, 1e12, 0, 2000000},
+                         {2, 1, 1e9, 1e-6, 100000},        {9, 2, 1e8, 2e-6, 3000000},
+                         {2, 1, 1e9, 1e-6, 100000, false}, {4, 2, 1e8, 2e-6, 3000000, false}};
   const Dag mesh_dags[] = {{60, 4, 11}, {500, 16, 12}, {4000, 64, 13}};
   int m = 0;
   for (const auto& mesh : meshes) {
@@ -277,8 +279,9 @@ int main(int argc, char** argv) {
                                                                     .with_nodes(dag.nodes)
                                                                     .with_window(dag.window)
                                                                     .with_seed(dag.seed + m)));
-      auto cluster = gopt::simulator::testing::mesh_cluster(
-          mesh.devices, mesh.bandwidth, mesh.latency, mesh.capacity, mesh.streams);
+      auto cluster =
+          gopt::simulator::testing::mesh_cluster(mesh.devices, mesh.bandwidth, mesh.latency,
+                                                 mesh.capacity, mesh.streams, mesh.copy_engine);
       std::mt19937_64 rng(static_cast<std::uint64_t>(m) * 1000 + 17);
       // Times >= the launch cost: the lookup model's fused time (launch + sum of members'
       // time - launch) must not go negative.
@@ -289,31 +292,9 @@ int main(int argc, char** argv) {
         t = launch_s + (r == 0 ? 0.0 : r == 1 ? 1e-6 : static_cast<double>(rng() % 1000) * 1e-7);
       }
       gopt::simulator::testing::LookupCostModel cost(cluster, times, launch_s);
-      run_cases("mesh" + std::to_string(m) + "/dag" + std::to_string(dag.nodes), g, cluster, cost,
-                dag.seed * 131 + static_cast<std::uint64_t>(m), totals, true);
-    }
-    ++m;
-  }
-  // Devices without a copy engine (receiver copies), after the cases above so that their
-  // lines keep their places.
-  const Mesh receiver_meshes[] = {{2, 1, 1e9, 1e-6, 100000}, {4, 2, 1e8, 2e-6, 3000000}};
-  for (const auto& mesh : receiver_meshes) {
-    for (const auto& dag : mesh_dags) {
-      auto g = CompiledGraph::compile(gopt::testing::random_dag(gopt::testing::RandomDagOptions()
-                                                                    .with_nodes(dag.nodes)
-                                                                    .with_window(dag.window)
-                                                                    .with_seed(dag.seed + m)));
-      auto cluster = gopt::simulator::testing::mesh_cluster(
-          mesh.devices, mesh.bandwidth, mesh.latency, mesh.capacity, mesh.streams, false);
-      std::mt19937_64 rng(static_cast<std::uint64_t>(m) * 1000 + 17);
-      std::vector<double> times(static_cast<std::size_t>(g.num_nodes()));
-      for (auto& t : times) {
-        auto r = rng() % 8;
-        t = r == 0 ? 0.0 : r == 1 ? 1e-6 : static_cast<double>(rng() % 1000) * 1e-7;
-      }
-      gopt::simulator::testing::LookupCostModel cost(cluster, times, 0.0);
-      run_cases("receiver" + std::to_string(m) + "/dag" + std::to_string(dag.nodes), g, cluster,
-                cost, dag.seed * 131 + static_cast<std::uint64_t>(m), totals, true);
+      run_cases((mesh.copy_engine ? "mesh" : "receiver") + std::to_string(m) + "/dag" +
+                    std::to_string(dag.nodes),
+                g, cluster, cost, dag.seed * 131 + static_cast<std::uint64_t>(m), totals, true);
     }
     ++m;
   }
