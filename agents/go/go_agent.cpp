@@ -129,7 +129,7 @@ class GoAgent final : public TransferableAgent {
     check_devices(problem);
     const DecisionBase base = base_for(problem);
     GraphTensors tensors = make_graph_tensors(problem.graph);
-    tensors.placement_prior = placement_prior(tensors, base);
+    set_priors(tensors, base, problem.graph);
     return greedy_decision(policy_, tensors, problem, base);
   }
 
@@ -200,6 +200,12 @@ class GoAgent final : public TransferableAgent {
     policy_ = GoPolicy(options_.policy);
     initialise(*policy_, rng_);
     policy_->reset_heads();
+    // A task with a prior starts exactly at the default: its head's random logits would
+    // otherwise compete with the prior (the placement head starts at 3x the usual scale).
+    const auto& o = options_.policy;
+    if (options_.placement_prior > 0 && o.place()) policy_->zero_head(GoTask::kPlacement);
+    if (options_.priority_prior > 0 && o.schedule()) policy_->zero_head(GoTask::kScheduling);
+    if (options_.fusion_prior > 0 && o.fuse()) policy_->zero_head(GoTask::kFusion);
     make_optimizer();
     trained_steps_ = 0;
     best_.clear();
@@ -282,23 +288,53 @@ class GoAgent final : public TransferableAgent {
 
   void add_task(std::vector<PpoTask>& tasks, Environment& env) const {
     tasks.emplace_back(env, base_for(env.problem()));
-    tasks.back().tensors.placement_prior = placement_prior(tasks.back().tensors, tasks.back().base);
+    set_priors(tasks.back().tensors, tasks.back().base, env.problem().graph);
   }
 
-  // options_.placement_prior on the base placement's device of every op, by position; an
-  // undefined tensor when there is no prior.
-  torch::Tensor placement_prior(const GraphTensors& tensors, const DecisionBase& base) const {
+  // The default-pipeline priors (GraphTensors::placement_prior, priority_prior,
+  // fusion_prior), by position, for the tasks the policy decides and whose option is > 0:
+  // the base placement's device of every op; one middle priority level for every op (equal
+  // priorities: the FIFO order); the top fusion level for the ops the base's rule-based
+  // fusion fuses under the base placement and level 0 for the others.
+  void set_priors(GraphTensors& tensors, const DecisionBase& base,
+                  const core::CompiledGraph& graph) const {
     const GoPolicyOptions& o = policy_ ? policy_->options : options_.policy;
-    if (!(options_.placement_prior > 0) || !o.place() || !base.decision.placement) return {};
-    const auto& placement = *base.decision.placement;
-    auto prior = torch::zeros({tensors.num_nodes, o.max_devices()});
-    auto p = prior.accessor<float, 2>();
     const auto* order = tensors.order.data_ptr<std::int64_t>();
-    for (std::int64_t pos = 0; pos < tensors.num_nodes; ++pos) {
-      p[pos][placement[static_cast<std::size_t>(order[pos])]] =
-          static_cast<float>(options_.placement_prior);
+    const std::int64_t n = tensors.num_nodes;
+    if (options_.placement_prior > 0 && o.place() && base.decision.placement) {
+      const auto& placement = *base.decision.placement;
+      auto prior = torch::zeros({n, o.max_devices()});
+      auto p = prior.accessor<float, 2>();
+      for (std::int64_t pos = 0; pos < n; ++pos) {
+        p[pos][placement[static_cast<std::size_t>(order[pos])]] =
+            static_cast<float>(options_.placement_prior);
+      }
+      tensors.placement_prior = prior;
     }
-    return prior;
+    if (options_.priority_prior > 0 && o.schedule()) {
+      auto prior = torch::zeros({n, o.priority_levels()});
+      prior.select(1, o.priority_levels() / 2).fill_(options_.priority_prior);
+      tensors.priority_prior = prior;
+    }
+    if (options_.fusion_prior > 0 && o.fuse()) {
+      std::vector<std::int32_t> fusion;
+      if (base.decision.fusion) {
+        fusion = *base.decision.fusion;
+      } else if (base.xla_fusion) {
+        const auto& placement = base.decision.placement;
+        fusion = xla_fusion_priorities(graph, placement ? placement->data() : nullptr,
+                                       XlaFusionOptions());
+      } else {
+        fusion.assign(static_cast<std::size_t>(n), 0);
+      }
+      auto prior = torch::zeros({n, o.fusion_levels()});
+      auto p = prior.accessor<float, 2>();
+      for (std::int64_t pos = 0; pos < n; ++pos) {
+        const bool fused = fusion[static_cast<std::size_t>(order[pos])] > 0;
+        p[pos][fused ? o.fusion_levels() - 1 : 0] = static_cast<float>(options_.fusion_prior);
+      }
+      tensors.fusion_prior = prior;
+    }
   }
 
   void check_devices(const Problem& problem) const {
@@ -439,6 +475,12 @@ std::vector<OptionSpec> task_specs() {
       {"placement_prior", OptionType::kDouble, "0",
        "placement variants: logit bonus for each op's default_placement device (0: start "
        "from random placements; 4: start near the default)"},
+      {"priority_prior", OptionType::kDouble, "0",
+       "scheduling variants: logit bonus for one middle priority level for every op, the "
+       "FIFO schedule (0: start from random priorities)"},
+      {"fusion_prior", OptionType::kDouble, "0",
+       "fusion variants: logit bonus for the top fusion level on the ops XLA-style fusion "
+       "fuses and level 0 on the others (0: start from random fusion priorities)"},
   };
 }
 
@@ -470,11 +512,17 @@ GoOptions read_multitask(const AgentOptions& o, const std::string& name, bool pl
                            "expected human_expert or single_device, found '" + placement + "'");
   }
   const bool single_device = placement == "single_device";
-  g.placement_prior = o.get_double("placement_prior");
-  if (!(g.placement_prior >= 0) || !std::isfinite(g.placement_prior)) {
-    throw core::InputError("", "agents." + name + ".placement_prior",
-                           "expected a number >= 0, found " + text_of(g.placement_prior));
-  }
+  auto prior = [&](const char* key) {
+    const double value = o.get_double(key);
+    if (!(value >= 0) || !std::isfinite(value)) {
+      throw core::InputError("", "agents." + name + "." + key,
+                             "expected a number >= 0, found " + text_of(value));
+    }
+    return value;
+  };
+  g.placement_prior = prior("placement_prior");
+  g.priority_prior = prior("priority_prior");
+  g.fusion_prior = prior("fusion_prior");
   g.base = [single_device](const Problem& problem) {
     return tf_default_base(problem, single_device);
   };

@@ -47,6 +47,12 @@ struct GoOptions {
   /// placement_prior), when the policy decides placement and the base has a placement.
   /// 0: none, placement starts at random (go_one, and the multi-task default).
   double placement_prior = 0;
+  /// Logit bonus for one middle priority level for every op (GraphTensors::priority_prior):
+  /// equal priorities, the FIFO schedule. 0: none, priorities start at random.
+  double priority_prior = 0;
+  /// Logit bonus for the top fusion level on the ops the base's rule-based fusion fuses, and
+  /// for level 0 on the others (GraphTensors::fusion_prior). 0: none.
+  double fusion_prior = 0;
 };
 
 /// TensorFlow's default pipeline as a DecisionBase: the human expert's placement (or every

@@ -40,6 +40,11 @@ struct GraphTensors {
   /// default pipeline gives each op, so that placement starts near the default instead of
   /// at random (docs/agents.md "Multi-task GO"). Undefined: no prior.
   torch::Tensor placement_prior;
+  /// Optional [N, priority_levels] and [N, fusion_levels] float, by position: the same for
+  /// the scheduling and fusion logits (`priority_prior`, `fusion_prior`: the default
+  /// pipeline's FIFO schedule and rule-based fusion). Undefined: no prior.
+  torch::Tensor priority_prior;
+  torch::Tensor fusion_prior;
 };
 
 /// Builds the tensors of `graph`.

@@ -206,15 +206,32 @@ void GoPolicyImpl::reset_heads() {
   placement_->weight.mul_(options.head_init_scale());
 }
 
+namespace {
+
+// `logits` plus the optional `prior` of the same shape.
+torch::Tensor with_prior(torch::Tensor logits, const torch::Tensor& prior, const char* task) {
+  if (!prior.defined()) return logits;
+  TORCH_CHECK(prior.sizes() == logits.sizes(), "GO policy: a ", task, " prior of ", prior.sizes(),
+              " for logits of ", logits.sizes());
+  return logits + prior;
+}
+
+}  // namespace
+
+void GoPolicyImpl::zero_head(GoTask task) {
+  torch::NoGradGuard no_grad;
+  torch::nn::Linear head = task == GoTask::kPlacement    ? placement_
+                           : task == GoTask::kScheduling ? priority_
+                                                         : fusion_;
+  TORCH_CHECK(!head.is_empty(), "GO policy: zero_head of a task the policy does not decide");
+  head->weight.zero_();
+  if (head->bias.defined()) head->bias.zero_();
+}
+
 torch::Tensor GoPolicyImpl::placement_logits(const torch::Tensor& x, const torch::Tensor& masked,
                                              const GraphTensors& g) {
-  auto logits = placement_(x);
-  if (g.placement_prior.defined()) {
-    TORCH_CHECK(g.placement_prior.sizes() == logits.sizes(), "GO policy: a placement prior of ",
-                g.placement_prior.sizes(), " for logits of ", logits.sizes());
-    logits = logits + g.placement_prior;
-  }
-  return logits.masked_fill(masked, kMaskedLogit);
+  return with_prior(placement_(x), g.placement_prior, "placement")
+      .masked_fill(masked, kMaskedLogit);
 }
 
 torch::Tensor GoPolicyImpl::forward_tasks(const torch::Tensor& shared, const torch::Tensor& masked,
@@ -237,10 +254,10 @@ torch::Tensor GoPolicyImpl::forward_tasks(const torch::Tensor& shared, const tor
         logits = out.logits = placement_logits(x, masked, g);
         break;
       case GoTask::kScheduling:
-        logits = out.priority_logits = priority_(x);
+        logits = out.priority_logits = with_prior(priority_(x), g.priority_prior, "priority");
         break;
       case GoTask::kFusion:
-        logits = out.fusion_logits = fusion_(x);
+        logits = out.fusion_logits = with_prior(fusion_(x), g.fusion_prior, "fusion");
         break;
     }
     previous = torch::softmax(logits, 1).detach();

@@ -124,6 +124,9 @@ class GoPolicyImpl : public torch::nn::Module {
   /// Zeroes the modulation (identity gates at first) and scales the placement head by
   /// head_init_scale; called once after initialisation.
   void reset_heads();
+  /// Zeroes the head of `task` (weights and bias), so that its logits start at zero and an
+  /// additive prior alone sets the untrained distribution (the multi-task agents' priors).
+  void zero_head(GoTask task);
 
   GoPolicyOptions options;
 

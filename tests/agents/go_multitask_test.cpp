@@ -4,6 +4,7 @@
 // single-task agent improves each, the joint agent improves all three.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -279,6 +280,59 @@ TEST(GoMultitaskAgentTest, PlacementPriorStartsFromTheDefaultPlacement) {
   } catch (const core::InputError& e) {
     EXPECT_NE(std::string(e.what()).find("agents.go_multitask.placement_prior"), std::string::npos)
         << e.what();
+  }
+}
+
+TEST(GoMultitaskAgentTest, DefaultPriorsStartFromTheDefaultPipeline) {
+  // With priors on all three tasks, an untrained joint agent proposes the default
+  // pipeline: tf_default's placement, one priority for every op (the FIFO order) and fusion
+  // of exactly the ops XLA-style fusion fuses. Without them its priorities and fusion are
+  // random. A bad prior is an error naming the field.
+  testing::ProblemFixture f(
+      gopt::testing::random_dag(gopt::testing::RandomDagOptions().with_nodes(300).with_seed(3)),
+      "p100x4_pcie");
+  AgentRegistry r;
+  register_builtin_agents(r);
+  const auto tf = r.create("tf_default", {})->propose(f.problem);
+  ASSERT_TRUE(tf.fusion.has_value());
+  auto fused_ops = [](const core::Decision& d) {
+    std::vector<bool> fused;
+    for (auto level : *d.fusion) fused.push_back(level > 0);
+    return fused;
+  };
+  auto one_priority = [](const core::Decision& d) {
+    return std::all_of(d.priority->begin(), d.priority->end(),
+                       [&](std::int32_t p) { return p == d.priority->front(); });
+  };
+  ASSERT_GT(std::count(fused_ops(tf).begin(), fused_ops(tf).end(), true), 0);
+  const std::map<std::string, std::string> small = {{"hidden", "16"}, {"segment_length", "4"}};
+  const auto without = r.create("go_multitask", small)->propose(f.problem);
+  ASSERT_TRUE(without.priority && without.fusion);
+  EXPECT_FALSE(one_priority(without));
+  EXPECT_NE(fused_ops(without), fused_ops(tf));
+  // A head with a prior starts at zero, so even a weak prior sets the untrained mode.
+  auto options = small;
+  options["placement_prior"] = "0.5";
+  options["priority_prior"] = "0.5";
+  options["fusion_prior"] = "0.5";
+  const auto with = r.create("go_multitask", options)->propose(f.problem);
+  ASSERT_TRUE(with.priority && with.fusion);
+  EXPECT_EQ(with.placement, tf.placement);
+  EXPECT_TRUE(one_priority(with));
+  EXPECT_EQ(fused_ops(with), fused_ops(tf));
+  // Each prior acts on its own task only: a scheduling variant's fusion stays XLA's.
+  const auto scheduling = r.create("go_scheduling", options)->propose(f.problem);
+  EXPECT_TRUE(one_priority(scheduling));
+  EXPECT_EQ(scheduling.fusion, tf.fusion);
+  for (const char* key : {"priority_prior", "fusion_prior"}) {
+    try {
+      (void)r.create("go_multitask", {{key, "-2"}});
+      FAIL() << key << " -2 accepted";
+    } catch (const core::InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("agents.go_multitask.") + key),
+                std::string::npos)
+          << e.what();
+    }
   }
 }
 
