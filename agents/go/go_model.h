@@ -132,10 +132,10 @@ class GoPolicyImpl : public torch::nn::Module {
 
  private:
   torch::Tensor attend(torch::Tensor x, const torch::Tensor& graph_embedding);
-  /// The task layers and heads (task_layers); returns the last task layer's output.
   /// The placement head's logits plus the graph's placement prior, masked to the cluster.
   torch::Tensor placement_logits(const torch::Tensor& x, const torch::Tensor& masked,
                                  const GraphTensors& g);
+  /// The task layers and heads (task_layers); returns the last task layer's output.
   torch::Tensor forward_tasks(const torch::Tensor& shared, const torch::Tensor& masked,
                               const GraphTensors& g, PolicyOutput& out);
 
