@@ -17,6 +17,7 @@
 #include "core/errors.h"
 #include "tests/agents/agents_test_util.h"
 #include "tests/support/expect_error.h"
+#include "tests/support/files.h"
 #include "tests/support/random_dag.h"
 
 namespace gopt::agents::go {
@@ -176,7 +177,7 @@ class GoCheckpointTest : public ::testing::Test {
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::create_directories(dir_);
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void TearDown() override { gopt::testing::remove_tree(dir_.string()); }
   std::filesystem::path dir_;
 };
 

@@ -17,6 +17,7 @@
 #include "core/errors.h"
 #include "tests/datasets/graph_checks.h"
 #include "tests/support/expect_error.h"
+#include "tests/support/files.h"
 #include "tests/support/run_command.h"
 
 namespace gopt::datasets {
@@ -130,7 +131,7 @@ ModelBuilder mlp() {
   return m;
 }
 
-const core::NodeAttrs& by_name(const core::Graph& g, const std::string& name) {
+core::NodeAttrs by_name(const core::Graph& g, const std::string& name) {
   auto id = g.find(name);
   EXPECT_TRUE(id.has_value()) << name;
   return g.node(*id);
@@ -328,7 +329,7 @@ TEST(OnnxImporterTest, TorchvisionExportsImport) {
   auto info = gopt::testing::run_command(std::string(GOPT_BINARY) + " graph validate " +
                                          (dir / "resnet50.json").string());
   EXPECT_EQ(info.exit_code, 0) << info.err;
-  std::filesystem::remove_all(dir);
+  gopt::testing::remove_tree(dir.string());
 }
 
 }  // namespace

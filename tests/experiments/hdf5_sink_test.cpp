@@ -12,6 +12,7 @@
 #include <string>
 
 #include "core/errors.h"
+#include "tests/support/files.h"
 
 namespace gopt::experiments {
 namespace {
@@ -23,7 +24,7 @@ fs::path temp_dir() {
       fs::temp_directory_path() /
       ("gopt_hdf5_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  fs::remove_all(dir);
+  gopt::testing::remove_tree(dir.string());
   fs::create_directories(dir);
   return dir;
 }

@@ -19,6 +19,7 @@
 #include "core/errors.h"
 #include "experiments/config.h"
 #include "experiments/hdf5_sink.h"
+#include "tests/support/files.h"
 #include "tests/support/run_command.h"
 
 extern char** environ;
@@ -48,7 +49,7 @@ fs::path temp_dir() {
   auto dir =
       fs::temp_directory_path() / ("gopt_run_test_" + std::to_string(::getpid()) + "_" +
                                    ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  fs::remove_all(dir);
+  gopt::testing::remove_tree(dir.string());
   fs::create_directories(dir);
   return dir;
 }

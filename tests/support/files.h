@@ -1,0 +1,15 @@
+// File helpers for tests that write into temporary directories.
+#pragma once
+
+#include <string>
+
+namespace gopt::testing {
+
+/// Removes `path` and everything under it, if it exists (no error when it does not).
+///
+/// POSIX nftw, not std::filesystem::remove_all: a PyTorch wheel's libtorch.so exports its
+/// own copy of std::filesystem::remove_all, which test binaries can bind to and which crashed
+/// there (PyTorch 2.11 on Ubuntu 24.04).
+void remove_tree(const std::string& path);
+
+}  // namespace gopt::testing
