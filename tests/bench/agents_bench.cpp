@@ -63,7 +63,8 @@ void BM_SimulateGnmt8(benchmark::State& state) {
   simulator::Simulator sim(f.graph, f.cluster, f.cost);
   for (auto _ : state) {
     const auto& r = sim.simulate(decision);
-    benchmark::DoNotOptimize(r.step_time_s);
+    double step_time = r.step_time_s;
+    benchmark::DoNotOptimize(step_time);
   }
   state.counters["nodes"] = f.graph.num_nodes();
   state.counters["step_ms"] = sim.simulate(decision).step_time_s * 1e3;

@@ -54,7 +54,8 @@ void BM_Simulate(benchmark::State& state) {
   const auto* result = &simulator.simulate(decision);  // warm-up: buffers reach capacity
   for (auto _ : state) {
     result = &simulator.simulate(decision);
-    benchmark::DoNotOptimize(result->step_time_s);
+    double step_time = result->step_time_s;
+    benchmark::DoNotOptimize(step_time);
   }
   state.counters["nodes"] = n;
   state.counters["transfers"] = result->num_transfers;
@@ -83,7 +84,8 @@ void BM_SimulatePriorityFusion(benchmark::State& state) {
   const auto* result = &simulator.simulate(decision);
   for (auto _ : state) {
     result = &simulator.simulate(decision);
-    benchmark::DoNotOptimize(result->step_time_s);
+    double step_time = result->step_time_s;
+    benchmark::DoNotOptimize(step_time);
   }
   state.counters["kernels"] = result->num_kernels;
   state.SetItemsProcessed(state.iterations() * n);
@@ -143,7 +145,8 @@ void BM_SimulateSingleDevice(benchmark::State& state) {
   const auto* result = &simulator.simulate(decision);
   for (auto _ : state) {
     result = &simulator.simulate(decision);
-    benchmark::DoNotOptimize(result->step_time_s);
+    double step_time = result->step_time_s;
+    benchmark::DoNotOptimize(step_time);
   }
   state.SetItemsProcessed(state.iterations() * n);
 }

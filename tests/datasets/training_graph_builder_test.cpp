@@ -14,7 +14,7 @@ using testing::check_training_graph;
 using core::DType;
 using core::Phase;
 
-const core::NodeAttrs& by_name(const core::Graph& g, const std::string& name) {
+core::NodeAttrs by_name(const core::Graph& g, const std::string& name) {
   auto id = g.find(name);
   EXPECT_TRUE(id.has_value()) << name;
   return g.node(*id);
