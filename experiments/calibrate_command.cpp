@@ -7,8 +7,10 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <ostream>
 #include <string>
 
@@ -53,13 +55,45 @@ std::string sci(double v) {
   return buf;
 }
 
+// What a backend's microbenchmarks measured, fitted: the roofline, the executor overhead
+// per op, time curves and shape tables per op type, the copy fit (two or more devices) and
+// the summary for --json.
+struct BackendCalibration {
+  hardware::RooflineFit fit;
+  hardware::ExecutorFit executor;
+  std::optional<hardware::LinkFit> link;
+  hardware::TimeCurves curves;
+  std::map<std::string, hardware::ShapeTable> shapes;
+  std::string notes;
+  nlohmann::json summary;
+};
+
+// A device measured through a backend: the fitted roofline and executor overhead, the time
+// curves and shape tables, no copy engine (the receiving worker performs each copy, CPU and
+// CUDA alike: torch_backend), and the kinds that launch no kernel.
+void apply_calibration(hardware::DeviceSpec& dev, const BackendCalibration& c) {
+  dev.peak_flops(core::DType::kFloat32, c.fit.peak_flops_per_s)
+      .memory_bandwidth(c.fit.memory_bandwidth_bytes_per_s)
+      .launch_overhead(c.fit.launch_overhead_s)
+      .executor_overhead(c.executor.per_op_s)
+      .copy_engine(false);
+  dev.compute_efficiency = c.fit.compute_efficiency;
+  dev.memory_efficiency = c.fit.memory_efficiency;
+  // Ops of these kinds compute nothing (a reshape is a view): they cost the executor
+  // overhead alone.
+  for (auto k : {core::OpKind::kInput, core::OpKind::kVariable, core::OpKind::kReshape,
+                 core::OpKind::kControl}) {
+    dev.without_kernel(k);
+  }
+  dev.op_type_curves = c.curves.op_types;
+  dev.kind_curves = c.curves.kinds;
+  dev.op_type_shapes = c.shapes;
+}
+
 // The measured device type and the interconnect of `devices` CPU workers: every worker
 // links to a `host_memory` switch, each hop carrying half the fitted copy latency, so that a
 // worker-to-worker route (two hops) costs the fitted latency plus bytes at the fitted rate.
-hardware::ClusterSpec cpu_spec(const hardware::RooflineFit& fit,
-                               const hardware::ExecutorFit& executor,
-                               const std::optional<hardware::LinkFit>& link, int devices,
-                               const std::string& name) {
+hardware::ClusterSpec cpu_spec(const BackendCalibration& c, int devices, const std::string& name) {
   hardware::ClusterSpec spec;
   spec.name = name;
   spec.description = "CPU backend: " + std::to_string(devices) +
@@ -71,20 +105,8 @@ hardware::ClusterSpec cpu_spec(const hardware::RooflineFit& fit,
                                                   : (core::Bytes{8} << 30);
   for (int d = 0; d < devices; ++d) {
     hardware::DeviceSpec dev("cpu" + std::to_string(d), "cpu_worker");
-    dev.peak_flops(core::DType::kFloat32, fit.peak_flops_per_s)
-        .memory_bandwidth(fit.memory_bandwidth_bytes_per_s)
-        .memory_capacity(memory / devices)
-        .launch_overhead(fit.launch_overhead_s)
-        .executor_overhead(executor.per_op_s)
-        .copy_engine(false);  // the receiving worker performs each copy (torch_backend)
-    dev.compute_efficiency = fit.compute_efficiency;
-    dev.memory_efficiency = fit.memory_efficiency;
-    // Ops of these kinds compute nothing (a reshape is a view): they cost the executor
-    // overhead alone.
-    for (auto k : {core::OpKind::kInput, core::OpKind::kVariable, core::OpKind::kReshape,
-                   core::OpKind::kControl}) {
-      dev.without_kernel(k);
-    }
+    dev.memory_capacity(memory / devices);
+    apply_calibration(dev, c);
     dev.source =
         "Executor overhead per op: slope of the step time of NoOp chains against their length. "
         "Roofline and time curves: fitted by least squares (relative error) to chains of "
@@ -93,11 +115,11 @@ hardware::ClusterSpec cpu_spec(const hardware::RooflineFit& fit,
         "for the best kind). Input, variable, reshape and control ops do no work in the backend.";
     spec.add_device(dev);
   }
-  if (devices > 1 && link) {
+  if (devices > 1 && c.link) {
     spec.add_switch("host_memory");
     for (int d = 0; d < devices; ++d) {
       hardware::LinkSpec l("cpu" + std::to_string(d), "host_memory");
-      l.bandwidth(link->bandwidth_bytes_per_s).latency(link->latency_s / 2);
+      l.bandwidth(c.link->bandwidth_bytes_per_s).latency(c.link->latency_s / 2);
       l.source =
           "fitted to the durations of copies between two workers (from the copy's start on "
           "the receiving worker to its landing); half the latency per hop";
@@ -133,6 +155,114 @@ std::string fit_notes(const hardware::RooflineFit& fit, const hardware::Executor
   return n;
 }
 
+// Runs the microbenchmarks, executor chains and (two or more devices) copy chains on a
+// backend and fits them.
+BackendCalibration calibrate_backend(hardware::backend::BackendKind kind, const CalibrateArgs& args,
+                                     CliContext& ctx) {
+  auto backend = hardware::backend::make_backend(kind, args.devices);
+  hardware::backend::MicrobenchOptions options;
+  options.steps(args.quick ? 1 : 2, args.quick ? 2 : args.steps);
+  options.rounds = args.quick ? 1 : args.rounds;
+  if (args.quick) options.scale(0.1).chain(4);
+  if (args.quick) options.working_set_bytes = core::Bytes{1} << 20;
+  const bool tty = ::isatty(STDERR_FILENO) != 0;
+  options.progress = [&ctx, tty](const std::string& line) {
+    ctx.err << (tty ? "\r\033[Kgopt calibrate: " : "gopt calibrate: ") << line << (tty ? "" : "\n")
+            << std::flush;
+  };
+  auto m = hardware::backend::measure_for_calibration(*backend, options);
+  if (tty) ctx.err << "\n";
+  BackendCalibration c;
+  c.executor = hardware::fit_executor_overhead(m.executor);
+  auto kernels = hardware::without_executor_overhead(m.ops, c.executor.per_op_s);
+  c.fit = hardware::fit_roofline(kernels);
+  const auto& fit = c.fit;
+  if (!args.samples.empty()) {
+    // measured_s: chain time per op; kernel_s: less the executor overhead of the op and
+    // its placeholders (what the fits describe); fitted_s: the roofline's kernel time.
+    std::string csv = "kind,label,flops,bytes,measured_s,kernel_s,fitted_s\n";
+    for (std::size_t i = 0; i < m.ops.size(); ++i) {
+      const auto& s = kernels[i];
+      char row[128];
+      std::snprintf(row, sizeof row, ",%.6g,%lld,%.6g,%.6g,%.6g\n", s.flops,
+                    static_cast<long long>(s.bytes), m.ops[i].time_s, s.time_s,
+                    hardware::predict(fit, s));
+      csv += std::string(core::to_string(s.kind)) + "," + s.label + row;
+    }
+    for (const auto& copy : m.copies) {
+      char row[96];
+      std::snprintf(row, sizeof row, "copy,copy,0,%lld,%.6g,,\n",
+                    static_cast<long long>(copy.bytes), copy.time_s);
+      csv += row;
+    }
+    core::write_text_file_atomic(args.samples, csv);
+  }
+  if (args.devices > 1) {
+    try {
+      c.link = hardware::fit_link(m.copies);
+    } catch (const core::InputError& e) {
+      // Every copy drowned in noise (a loaded machine, --quick): keep the profile usable
+      // with copies at the fitted memory bandwidth and no latency, and say so.
+      ctx.err << "gopt calibrate: warning: " << e.what()
+              << "; copies are costed at the memory bandwidth\n";
+      c.link = hardware::LinkFit{0, fit.memory_bandwidth_bytes_per_s, {}, true};
+    }
+    if (c.link->degenerate) {
+      ctx.err << "gopt calibrate: warning: copy times did not grow with size (noise); "
+                 "latency and bandwidth taken from the smallest and largest copies\n";
+    }
+  }
+  c.curves = hardware::build_time_curves(kernels, fit);
+  c.shapes = hardware::build_shape_tables(kernels);
+  auto& summary = c.summary;
+  char parallel[320] = "";
+  if (args.devices > 1) {
+    std::snprintf(parallel, sizeof parallel,
+                  " Two independent chains ran %.2fx as fast on two workers as on one%s.",
+                  m.parallel_speedup,
+                  m.parallel_speedup < 1.5 ? " (the workers shared a processor: other load "
+                                             "on this machine; multi-device times are not "
+                                             "representative)"
+                                           : "");
+    summary["parallel_speedup"] = m.parallel_speedup;
+  }
+  c.notes = fit_notes(fit, c.executor, c.link) + parallel + " Time curves of " +
+            std::to_string(c.curves.op_types.size()) +
+            " op types (the calibrated cost model uses them): leave-one-out interpolation "
+            "error rms " +
+            pct(c.curves.leave_one_out.rms_rel_error) + ", max " +
+            pct(c.curves.leave_one_out.max_rel_error) + " over " +
+            std::to_string(c.curves.leave_one_out.samples) + " interior points.";
+  summary["curves"] = {{"op_types", c.curves.op_types.size()},
+                       {"leave_one_out_rms_rel_error", c.curves.leave_one_out.rms_rel_error},
+                       {"leave_one_out_max_rel_error", c.curves.leave_one_out.max_rel_error}};
+  summary["launch_overhead_s"] = fit.launch_overhead_s;
+  summary["executor_overhead_s"] = c.executor.per_op_s;
+  summary["executor_step_s"] = c.executor.per_step_s;
+  summary["peak_flops_per_s"] = fit.peak_flops_per_s;
+  summary["memory_bandwidth_bytes_per_s"] = fit.memory_bandwidth_bytes_per_s;
+  summary["rms_rel_error"] = fit.overall.rms_rel_error;
+  summary["max_rel_error"] = fit.overall.max_rel_error;
+  summary["samples"] = fit.overall.samples;
+  for (int k = 0; k < core::kNumOpKinds; ++k) {
+    auto i = static_cast<std::size_t>(k);
+    if (!fit.fitted[i]) continue;
+    summary["kinds"][std::string(core::to_string(static_cast<core::OpKind>(k)))] = {
+        {"compute_efficiency", fit.compute_efficiency[i]},
+        {"memory_efficiency", fit.memory_efficiency[i]},
+        {"rms_rel_error", fit.residuals[i].rms_rel_error},
+        {"max_rel_error", fit.residuals[i].max_rel_error},
+        {"samples", fit.residuals[i].samples}};
+  }
+  if (c.link) {
+    summary["copy"] = {{"latency_s", c.link->latency_s},
+                       {"bandwidth_bytes_per_s", c.link->bandwidth_bytes_per_s},
+                       {"rms_rel_error", c.link->residuals.rms_rel_error},
+                       {"max_rel_error", c.link->residuals.max_rel_error}};
+  }
+  return c;
+}
+
 int run_calibrate(const CalibrateArgs& args, CliContext& ctx) {
   auto kind = hardware::backend::backend_kind_from_string(args.backend, "--backend");
   if (args.out.empty()) throw core::InputError("--out", "", "expected a profile file to write");
@@ -158,6 +288,29 @@ int run_calibrate(const CalibrateArgs& args, CliContext& ctx) {
     notes = spec.provenance.notes;
     if (auto why = hardware::backend::cuda_unavailable_reason()) {
       notes += " Per-kind efficiencies not fitted: " + *why + ".";
+    } else {
+      // A CUDA-enabled LibTorch: the GPUs' op times as the backend runs them (one host
+      // worker per GPU, synchronised after every op), fitted as on the CPU. The probes keep
+      // the links, the memory capacity and the devices' names.
+      ctx.err << "gopt calibrate: microbenchmarks on the LibTorch CUDA backend\n";
+      auto c = calibrate_backend(kind, args, ctx);
+      spec.description =
+          "CUDA GPUs through the LibTorch CUDA backend (one host worker per GPU, synchronised "
+          "after every op), measured by gopt calibrate; links by the CUDA probes";
+      for (auto& dev : spec.devices) {
+        char probed[200];
+        std::snprintf(probed, sizeof probed,
+                      " (the probes measured %.3g FP32 FLOP/s, %.3g B/s and %.3g s per launch)",
+                      dev.peak_flops_per_s[static_cast<std::size_t>(core::DType::kFloat32)],
+                      dev.memory_bandwidth_bytes_per_s, dev.launch_overhead_s);
+        apply_calibration(dev, c);
+        dev.source =
+            "Roofline, executor overhead and time curves fitted to LibTorch CUDA op chains as "
+            "gopt calibrate does on the CPU, on gpu0.." +
+            std::to_string(args.devices - 1) + probed;
+      }
+      notes += " " + c.notes;
+      summary = std::move(c.summary);
     }
 #else
     throw hardware::backend::BackendUnavailable(
@@ -165,111 +318,10 @@ int run_calibrate(const CalibrateArgs& args, CliContext& ctx) {
         "(GOPT_WITH_CUDA found no nvcc), so the CUDA probes are not available");
 #endif
   } else {
-    auto backend = hardware::backend::make_backend(kind, args.devices);
-    hardware::backend::MicrobenchOptions options;
-    options.steps(args.quick ? 1 : 2, args.quick ? 2 : args.steps);
-    options.rounds = args.quick ? 1 : args.rounds;
-    if (args.quick) options.scale(0.1).chain(4);
-    if (args.quick) options.working_set_bytes = core::Bytes{1} << 20;
-    const bool tty = ::isatty(STDERR_FILENO) != 0;
-    options.progress = [&ctx, tty](const std::string& line) {
-      ctx.err << (tty ? "\r\033[Kgopt calibrate: " : "gopt calibrate: ") << line
-              << (tty ? "" : "\n") << std::flush;
-    };
-    auto m = hardware::backend::measure_for_calibration(*backend, options);
-    if (tty) ctx.err << "\n";
-    auto executor = hardware::fit_executor_overhead(m.executor);
-    auto kernels = hardware::without_executor_overhead(m.ops, executor.per_op_s);
-    auto fit = hardware::fit_roofline(kernels);
-    if (!args.samples.empty()) {
-      // measured_s: chain time per op; kernel_s: less the executor overhead of the op and
-      // its placeholders (what the fits describe); fitted_s: the roofline's kernel time.
-      std::string csv = "kind,label,flops,bytes,measured_s,kernel_s,fitted_s\n";
-      for (std::size_t i = 0; i < m.ops.size(); ++i) {
-        const auto& s = kernels[i];
-        char row[128];
-        std::snprintf(row, sizeof row, ",%.6g,%lld,%.6g,%.6g,%.6g\n", s.flops,
-                      static_cast<long long>(s.bytes), m.ops[i].time_s, s.time_s,
-                      hardware::predict(fit, s));
-        csv += std::string(core::to_string(s.kind)) + "," + s.label + row;
-      }
-      for (const auto& c : m.copies) {
-        char row[96];
-        std::snprintf(row, sizeof row, "copy,copy,0,%lld,%.6g,,\n", static_cast<long long>(c.bytes),
-                      c.time_s);
-        csv += row;
-      }
-      core::write_text_file_atomic(args.samples, csv);
-    }
-    std::optional<hardware::LinkFit> link;
-    if (args.devices > 1) {
-      try {
-        link = hardware::fit_link(m.copies);
-      } catch (const core::InputError& e) {
-        // Every copy drowned in noise (a loaded machine, --quick): keep the profile usable
-        // with copies at the fitted memory bandwidth and no latency, and say so.
-        ctx.err << "gopt calibrate: warning: " << e.what()
-                << "; copies are costed at the memory bandwidth\n";
-        link = hardware::LinkFit{0, fit.memory_bandwidth_bytes_per_s, {}, true};
-      }
-      if (link->degenerate) {
-        ctx.err << "gopt calibrate: warning: copy times did not grow with size (noise); "
-                   "latency and bandwidth taken from the smallest and largest copies\n";
-      }
-    }
-    auto curves = hardware::build_time_curves(kernels, fit);
-    spec = cpu_spec(fit, executor, link, args.devices, name);
-    auto shapes = hardware::build_shape_tables(kernels);
-    for (auto& dev : spec.devices) {
-      dev.op_type_curves = curves.op_types;
-      dev.kind_curves = curves.kinds;
-      dev.op_type_shapes = shapes;
-    }
-    char parallel[320] = "";
-    if (args.devices > 1) {
-      std::snprintf(parallel, sizeof parallel,
-                    " Two independent chains ran %.2fx as fast on two workers as on one%s.",
-                    m.parallel_speedup,
-                    m.parallel_speedup < 1.5 ? " (the workers shared a processor: other load "
-                                               "on this machine; multi-device times are not "
-                                               "representative)"
-                                             : "");
-      summary["parallel_speedup"] = m.parallel_speedup;
-    }
-    notes = fit_notes(fit, executor, link) + parallel + " Time curves of " +
-            std::to_string(curves.op_types.size()) +
-            " op types (the calibrated cost model uses them): leave-one-out interpolation error "
-            "rms " +
-            pct(curves.leave_one_out.rms_rel_error) + ", max " +
-            pct(curves.leave_one_out.max_rel_error) + " over " +
-            std::to_string(curves.leave_one_out.samples) + " interior points.";
-    summary["curves"] = {{"op_types", curves.op_types.size()},
-                         {"leave_one_out_rms_rel_error", curves.leave_one_out.rms_rel_error},
-                         {"leave_one_out_max_rel_error", curves.leave_one_out.max_rel_error}};
-    summary["launch_overhead_s"] = fit.launch_overhead_s;
-    summary["executor_overhead_s"] = executor.per_op_s;
-    summary["executor_step_s"] = executor.per_step_s;
-    summary["peak_flops_per_s"] = fit.peak_flops_per_s;
-    summary["memory_bandwidth_bytes_per_s"] = fit.memory_bandwidth_bytes_per_s;
-    summary["rms_rel_error"] = fit.overall.rms_rel_error;
-    summary["max_rel_error"] = fit.overall.max_rel_error;
-    summary["samples"] = fit.overall.samples;
-    for (int k = 0; k < core::kNumOpKinds; ++k) {
-      auto i = static_cast<std::size_t>(k);
-      if (!fit.fitted[i]) continue;
-      summary["kinds"][std::string(core::to_string(static_cast<core::OpKind>(k)))] = {
-          {"compute_efficiency", fit.compute_efficiency[i]},
-          {"memory_efficiency", fit.memory_efficiency[i]},
-          {"rms_rel_error", fit.residuals[i].rms_rel_error},
-          {"max_rel_error", fit.residuals[i].max_rel_error},
-          {"samples", fit.residuals[i].samples}};
-    }
-    if (link) {
-      summary["copy"] = {{"latency_s", link->latency_s},
-                         {"bandwidth_bytes_per_s", link->bandwidth_bytes_per_s},
-                         {"rms_rel_error", link->residuals.rms_rel_error},
-                         {"max_rel_error", link->residuals.max_rel_error}};
-    }
+    auto c = calibrate_backend(kind, args, ctx);
+    spec = cpu_spec(c, args.devices, name);
+    notes = c.notes;
+    summary = std::move(c.summary);
   }
   spec.provenance.kind = "measured";
   spec.provenance.date = utc_now();

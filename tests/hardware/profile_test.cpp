@@ -46,6 +46,21 @@ TEST(ProfileTest, ShippedProfilesLoadWithProvenance) {
   }
 }
 
+// The profile `gopt calibrate --backend cuda` wrote on an H100 (docs/hardware-backend.md):
+// kept as a file, not a name, since it describes the LibTorch backend on that machine.
+TEST(ProfileTest, MeasuredH100ProfileLoadsWithItsCurves) {
+  Cluster c = load_profile(std::string(GOPT_SOURCE_DIR) +
+                           "/hardware/profiles/measured/h100x1_libtorch_cuda.yaml");
+  EXPECT_EQ(c.provenance().kind, "measured");
+  ASSERT_EQ(c.num_devices(), 1);
+  EXPECT_GT(c.device(0).executor_overhead_s, 0);
+  EXPECT_FALSE(c.device(0).op_type_curves.empty());
+  EXPECT_FALSE(c.device(0).op_type_shapes.empty());
+  EXPECT_GT(c.device(0).memory_capacity_bytes, core::Bytes{64} << 30);  // an 80 GB card
+  auto names = list_profiles();
+  EXPECT_EQ(std::find(names.begin(), names.end(), c.name()), names.end());
+}
+
 TEST(ProfileTest, PcieTreeRoutes) {
   Cluster c = load_profile("p100x4_pcie");
   ASSERT_EQ(c.num_devices(), 4);
