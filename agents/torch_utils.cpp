@@ -1,8 +1,13 @@
 #include "agents/torch_utils.h"
 
+#include <dlfcn.h>
+
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
+
+#include "agents/compute_threads.h"
 
 namespace gopt::agents {
 
@@ -29,6 +34,17 @@ void initialise(torch::nn::Module& module, core::Rng& rng) {
                                                static_cast<float>(bound));
     for (std::int64_t i = 0; i < values.numel(); ++i) data[i] = dist(rng.engine());
     p.copy_(values);
+  }
+}
+
+void limit_compute_threads(int threads) {
+  threads = std::max(1, threads);
+  at::set_num_threads(threads);
+  // OpenBLAS (Debian's LibTorch does its matrix products there) keeps its own pool; it is
+  // looked up at run time because other BLAS builds have no such function.
+  using SetThreads = void (*)(int);
+  if (void* f = ::dlsym(RTLD_DEFAULT, "openblas_set_num_threads")) {
+    reinterpret_cast<SetThreads>(f)(threads);
   }
 }
 

@@ -8,7 +8,9 @@
 #include <fstream>
 #include <numeric>
 #include <random>
+#include <thread>
 
+#include "agents/compute_threads.h"
 #include "agents/go/go_agent.h"
 #include "agents/go/go_features.h"
 #include "agents/go/go_model.h"
@@ -148,6 +150,23 @@ TEST(GoAgentTest, GoOneLearnsAPlacementWithAKnownOptimum) {
   EXPECT_LT(env.best_step_time_s(), 1.02 * optimum);
   Environment check(f.problem);
   EXPECT_LT(check.evaluate(agent->propose(f.problem)).step_time_s, 1.02 * optimum);
+}
+
+// The runner limits each parallel job thread's LibTorch threads; the limit holds for work
+// issued from that thread and leaves a thread that already runs LibTorch work alone.
+TEST(ComputeThreadsTest, LimitAppliesToTheCallingThread) {
+  const int before = at::get_num_threads();
+  int in_job = -1;
+  std::thread job([&] {
+    limit_compute_threads(1);
+    in_job = at::get_num_threads();
+  });
+  job.join();
+  EXPECT_EQ(in_job, 1);
+  EXPECT_EQ(at::get_num_threads(), before);
+  limit_compute_threads(0);  // clamped to one thread, not an error
+  EXPECT_EQ(at::get_num_threads(), 1);
+  at::set_num_threads(before);  // the other tests run with the default
 }
 
 TEST(GoAgentTest, SameSeedSameRun) {
