@@ -20,13 +20,9 @@ namespace {
 namespace fs = std::filesystem;
 
 fs::path temp_dir() {
-  auto dir =
-      fs::temp_directory_path() /
-      ("gopt_hdf5_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
-       ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  gopt::testing::remove_tree(dir.string());
-  fs::create_directories(dir);
-  return dir;
+  return gopt::testing::make_temp_dir(
+      std::string("gopt_hdf5_test_") +
+      ::testing::UnitTest::GetInstance()->current_test_info()->name());
 }
 
 RunResult sample_result(const std::string& agent, std::uint64_t seed, bool learner) {

@@ -46,12 +46,9 @@ std::string read_text(const fs::path& path) {
 }
 
 fs::path temp_dir() {
-  auto dir =
-      fs::temp_directory_path() / ("gopt_run_test_" + std::to_string(::getpid()) + "_" +
-                                   ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  gopt::testing::remove_tree(dir.string());
-  fs::create_directories(dir);
-  return dir;
+  return gopt::testing::make_temp_dir(
+      std::string("gopt_run_test_") +
+      ::testing::UnitTest::GetInstance()->current_test_info()->name());
 }
 
 // A small experiment: two graphs, baselines and a short HDP run.

@@ -12,4 +12,9 @@ namespace gopt::testing {
 /// there (PyTorch 2.11 on Ubuntu 24.04).
 void remove_tree(const std::string& path);
 
+/// Creates an empty directory `<system temp>/<name>_<pid>` (emptied first if it exists) and
+/// returns its path; it is removed with everything in it when the process exits (ctest runs
+/// each test in its own process), so test runs leave no directories behind.
+std::string make_temp_dir(const std::string& name);
+
 }  // namespace gopt::testing
