@@ -1,8 +1,14 @@
 // The gopt executable: everything lives in gopt_experiments; main only hands over argv.
 #include <iostream>
 
+#include "agents/compute_threads.h"
 #include "experiments/cli.h"
 
 int main(int argc, char** argv) {
+  // One LibTorch thread for every agent, whatever the command, the number of jobs or the
+  // machine's cores: a learner's results depend on the thread count (its sums split
+  // differently), and on this 2-core machine one thread also trained GO 2.2x faster than
+  // two (agents/compute_threads.h).
+  gopt::agents::limit_compute_threads(1);
   return gopt::experiments::run_cli(argc, argv, std::cout, std::cerr);
 }

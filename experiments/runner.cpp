@@ -565,12 +565,11 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
   std::mutex sink_mutex;  // sinks see one call at a time; also guards `summary`
   std::optional<std::string> sink_error;
 
-  // Parallel jobs share the cores: each job thread gets its share for LibTorch's intra-op
-  // work (agents/compute_threads.h). One job keeps LibTorch's default.
-  const int job_threads =
-      std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / workers);
   auto work = [&](int worker) {
-    if (workers > 1) agents::limit_compute_threads(job_threads);
+    // One LibTorch thread per job, however many jobs run: results depend on the thread
+    // count, and a team of every core per job oversubscribed the machine
+    // (agents/compute_threads.h).
+    agents::limit_compute_threads(1);
     while (true) {
       if (options.stop && options.stop->load()) return;
       {
