@@ -4,14 +4,12 @@
 
 namespace gopt::agents {
 
-/// Limits LibTorch's intra-op parallelism for work issued from the calling thread to
-/// `threads` (OpenMP's team size is a per-thread setting; threads started later inherit the
-/// last value set), and OpenBLAS's threads, which are process-wide, to the same number.
-/// `gopt` sets 1 at start and the runner in each job thread: a learner's results depend on
-/// the thread count, so they would otherwise change with the machine's cores (and with
-/// --jobs, had jobs shared the cores); and left at every core, each job's parallel regions
-/// started a team of all cores: two jobs on two cores ran 3x slower than with one thread
-/// each, and GO on wavenet_2 trained 2.2x faster on one thread than on two.
+/// Limits LibTorch's intra-op threads for work issued from the calling thread (OpenMP's
+/// team size is per thread; threads started later inherit the last value set) and
+/// OpenBLAS's threads (process-wide) to `threads`, at least 1. `gopt` sets 1 at start and
+/// the runner in each job thread, because a learner's results depend on the thread count
+/// (they would change with the machine's cores), and because every job starting a team of
+/// all cores oversubscribed the machine (two jobs on two cores ran 3x slower).
 void limit_compute_threads(int threads);
 
 }  // namespace gopt::agents

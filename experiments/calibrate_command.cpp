@@ -306,8 +306,8 @@ int run_calibrate(const CalibrateArgs& args, CliContext& ctx) {
         apply_calibration(dev, c);
         dev.source =
             "Roofline, executor overhead and time curves fitted to LibTorch CUDA op chains as "
-            "gopt calibrate does on the CPU, on gpu0.." +
-            std::to_string(args.devices - 1) + probed;
+            "gopt calibrate does on the CPU, on the first " +
+            std::to_string(args.devices) + " GPU(s)" + probed;
       }
       notes += " " + c.notes;
       summary = std::move(c.summary);
