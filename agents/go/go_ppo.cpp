@@ -118,20 +118,24 @@ PpoStepStats PpoTrainer::step(PpoTask& task) {
   PpoStepStats stats;
 
   // Sample k decisions from the current policy: per task, per node, all nodes at once.
+  // The sampling pass keeps its autograd graph: the policy is unchanged until the first
+  // epoch's optimizer step, so that epoch reuses it instead of a second forward pass
+  // (gradient mode does not change the values: the update is the same, ~10% sooner).
   TaskActions actions;        // [N, k] per task
   TaskActions old_log_probs;  // [N, k] per task
   torch::Tensor old_value;
+  PolicyOutput first = policy_->forward(g, devices);
   {
     torch::NoGradGuard no_grad;
-    auto out = policy_->forward(g, devices);
     TaskActions greedy;
     for (auto t : tasks) {
-      auto log_probs = torch::log_softmax(out.of(t), 1);
+      auto logits = first.of(t).detach();
+      auto log_probs = torch::log_softmax(logits, 1);
       actions.of(t) = sample_actions(log_probs, g, k);
       old_log_probs.of(t) = log_probs.gather(1, actions.of(t));
-      greedy.of(t) = out.of(t).argmax(1);
+      greedy.of(t) = logits.argmax(1);
     }
-    old_value = out.value;
+    old_value = first.value.detach();
     if (options_.evaluate_greedy) {
       (void)env.evaluate(task_decision(greedy, g, problem.graph, task.base));
       ++stats.samples;
@@ -172,7 +176,7 @@ PpoStepStats PpoTrainer::step(PpoTask& task) {
   const double normaliser = static_cast<double>(k);
   auto params = policy_->parameters();
   for (std::int64_t epoch = 0; epoch < options_.epochs; ++epoch) {
-    auto out = policy_->forward(g, devices);
+    PolicyOutput out = epoch == 0 ? std::move(first) : policy_->forward(g, devices);
     torch::Tensor policy_loss = torch::zeros({});
     torch::Tensor node_entropy = torch::zeros({g.num_nodes});
     for (auto t : tasks) {

@@ -1,18 +1,17 @@
 // Proximal Policy Optimization (Schulman et al., 2017) for the GO policy on the simulator.
 //
-// One update on one graph: a forward pass without gradients gives per-node device
-// distributions; `samples_per_step` placements are drawn from them (all nodes at once)
-// and simulated, plus the greedy placement (evaluated for the best-so-far, not trained
-// on). The reward of a placement is -sqrt(step time / reference), where the reference is
-// the graph's first valid sampled step time, so rewards of every graph are O(1) and
-// graphs of very different speeds can share one policy; an out-of-memory placement gets
-// the fixed `oom_reward`. Advantages are the rewards minus the value head's prediction,
-// normalised over the batch. Then `epochs` passes of the clipped surrogate objective
+// One update on one graph: a forward pass gives per-node device distributions; `samples_per_step`
+// placements are drawn from them (all nodes at once) and simulated, plus the greedy placement
+// (evaluated for the best-so-far, not trained on). The reward of a placement is -sqrt(step time /
+// reference), where the reference is the graph's first valid sampled step time, so rewards of every
+// graph are O(1) and graphs of very different speeds can share one policy; an out-of-memory
+// placement gets the fixed `oom_reward`. Advantages are the rewards minus the value head's
+// prediction, normalised over the batch. Then `epochs` passes of the clipped surrogate objective
 // (summed over the nodes of a placement, averaged over the samples), each a full forward
-// and backward pass over the graph, with a value loss (the value head reads detached
-// features, so its regression does not compete with the policy for the shared layers),
-// an entropy bonus on the joint (summed per-node) entropy, and global gradient-norm
-// clipping.
+// and backward pass over the graph (the first epoch reuses the sampling pass), with a value loss
+// (the value head reads detached features, so its regression does not compete with the policy for
+// the shared layers), an entropy bonus on the joint (summed per-node) entropy, and global
+// gradient-norm clipping.
 //
 // Correlated exploration (a gopt addition, `exploration_block`): devices are sampled with
 // the Gumbel-max trick, a = argmax(logits + G), and all nodes of a block of consecutive
