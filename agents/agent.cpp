@@ -3,5 +3,6 @@
 namespace gopt::agents {
 
 void Agent::train(Environment&, const TrainBudget&, TrainingObserver*) {}
+void Agent::set_snapshots(TrainSnapshots) {}
 
 }  // namespace gopt::agents

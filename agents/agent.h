@@ -50,6 +50,17 @@ struct LearningCurvePoint {
   double wall_s = 0;             ///< wall-clock seconds since training started
 };
 
+/// Where a learner keeps the state of an unfinished training run, so that a run stopped in
+/// the middle (Ctrl-C, a killed process, a machine that went away) continues from its last
+/// snapshot instead of starting over, with the same result as an uninterrupted run. `gopt
+/// run` gives every job one (docs/config.md "Resuming").
+struct TrainSnapshots {
+  std::string path;        ///< the snapshot file ("": none); read at the start of training
+  std::string identity;    ///< what it belongs to: a snapshot of anything else is not used
+  double interval_s = 60;  ///< wall-clock seconds between two snapshots; also written when
+                           ///< the observer stops training (throws)
+};
+
 /// Receives training progress (progress display, result sinks). Read-only callbacks.
 class TrainingObserver {
  public:
@@ -80,6 +91,11 @@ class Agent {
   /// null). The default (non-learners) does nothing.
   virtual void train(Environment& environment, const TrainBudget& budget,
                      TrainingObserver* observer);
+  /// Where the next training run keeps its snapshots. A learner that supports them resumes
+  /// from `snapshots.path` when it holds a snapshot of the same identity, replaying its
+  /// learning-curve points to the observer first. The default ignores them (training
+  /// starts over).
+  virtual void set_snapshots(TrainSnapshots snapshots);
 
  protected:
   Agent() = default;

@@ -1,5 +1,7 @@
 #include "agents/environment.h"
 
+#include <utility>
+
 namespace gopt::agents {
 
 Environment::Environment(const Problem& problem)
@@ -14,6 +16,13 @@ Evaluation Environment::evaluate(const core::Decision& decision) {
     best_decision_ = decision;
   }
   return e;
+}
+
+void Environment::restore(std::int64_t samples, Seconds best_step_time_s,
+                          core::Decision best_decision) {
+  samples_ = samples;
+  best_step_time_s_ = best_step_time_s;
+  best_decision_ = std::move(best_decision);
 }
 
 }  // namespace gopt::agents

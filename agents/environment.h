@@ -55,6 +55,9 @@ class Environment {
   /// The decision with best_step_time_s(); empty Decision when none yet.
   [[nodiscard]] const core::Decision& best_decision() const { return best_decision_; }
   [[nodiscard]] simulator::Simulator& simulator() { return simulator_; }
+  /// Sets the sample count and best decision to those of an earlier run on the same problem
+  /// (a training snapshot), as if its evaluations had happened here.
+  void restore(std::int64_t samples, Seconds best_step_time_s, core::Decision best_decision);
 
  private:
   Problem problem_;

@@ -69,6 +69,7 @@ struct RunArgs {
   bool overwrite = false;
   int jobs = 1;
   double heartbeat_s = 30;
+  double snapshot_s = 60;
 };
 
 std::string quote(const std::string& s) {
@@ -76,6 +77,18 @@ std::string quote(const std::string& s) {
   std::string q = "'";
   for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return q + "'";
+}
+
+// The snapshot files in `dir`, then `dir` (a flat folder the runner writes; no
+// remove_all: see tests/support/files.h on the PyTorch wheels' std::filesystem).
+void remove_snapshots(const std::string& dir) {
+  std::error_code ec;
+  std::vector<std::filesystem::path> files;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    files.push_back(it->path());
+  }
+  for (const auto& f : files) std::filesystem::remove(f, ec);
+  std::filesystem::remove(dir, ec);
 }
 
 int run_experiment_command(const RunArgs& args, CliContext& ctx) {
@@ -120,6 +133,14 @@ int run_experiment_command(const RunArgs& args, CliContext& ctx) {
   metadata.host = host_name();
   metadata.start_time = utc_now();
 
+  // Training snapshots of unfinished jobs live beside the results file; a run that does not
+  // resume that file starts its jobs over, so older snapshots there are stale.
+  std::string snapshots;
+  if (!console_only) {
+    snapshots = snapshot_dir_for(out);
+    if (!args.resume) remove_snapshots(snapshots);
+  }
+
   const bool live = &ctx.err == &std::cerr && isatty(STDERR_FILENO) != 0;
   RunnerOptions options;
   options.parallel_jobs(args.jobs)
@@ -127,7 +148,8 @@ int run_experiment_command(const RunArgs& args, CliContext& ctx) {
       .heartbeat_every(args.heartbeat_s)
       .stop_flag(g_stop_requested)
       .skip(file ? file->existing() : std::vector<ResultKey>{})
-      .with_metadata(metadata);
+      .with_metadata(metadata)
+      .snapshots_in(snapshots, args.snapshot_s);
 
   RunSummary summary;
   try {
@@ -147,6 +169,7 @@ int run_experiment_command(const RunArgs& args, CliContext& ctx) {
     throw;
   }
   if (file) file->close();
+  if (!snapshots.empty()) std::filesystem::remove(snapshots, ec);  // only when empty
 
   ctx.out << config.name << ": " << summary.completed
           << (console_only ? " results (not saved: --out -)" : " new results written to " + out);
@@ -190,9 +213,16 @@ void add_run_command(CLI::App& app, CliContext& context) {
                   "indexed by position or entry name, e.g. agents.hdp.budget.steps=20)")
       ->allow_extra_args(false);
   cmd->add_flag("--resume", args->resume,
-                "Continue an existing results file: skip the results it already holds");
+                "Continue an existing results file: skip the results it already holds and "
+                "continue unfinished jobs from their training snapshots");
   cmd->add_flag("--overwrite", args->overwrite, "Replace an existing results file");
   cmd->add_option("--jobs,-j", args->jobs, "Jobs to run in parallel threads")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--snapshot-every", args->snapshot_s,
+                  "Seconds between training snapshots of a running job (in <results>.snapshots/, "
+                  "removed when the job finishes): --resume continues an interrupted job from "
+                  "its last one")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_option("--heartbeat", args->heartbeat_s,

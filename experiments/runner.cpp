@@ -1,15 +1,18 @@
 #include "experiments/runner.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <ostream>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "agents/compute_threads.h"
@@ -365,7 +368,35 @@ RunResult result_of(const Shared& shared, const Job& job, agents::Agent& agent,
   return r;
 }
 
-RunResult run_job(const Shared& shared, const Job& job, CurveRecorder& recorder) {
+// A job's training snapshots (RunnerOptions::snapshot_dir): the file, and the identity that
+// ties it to this job as configured (a changed option or budget starts the job over).
+agents::TrainSnapshots job_snapshots(const RunnerOptions& options, const ExperimentConfig& config,
+                                     const AgentConfig& agent, const std::string& what,
+                                     std::uint64_t seed) {
+  agents::TrainSnapshots s;
+  if (options.snapshot_dir.empty()) return s;
+  std::ostringstream identity;
+  identity << what << " | " << agent.name << " (" << agent.type << ") | " << config.hardware
+           << " | seed " << seed << " | steps " << agent.budget.max_steps << " | samples "
+           << agent.budget.max_samples << " | seconds " << agent.budget.max_seconds;
+  for (const auto& [key, value] : agent.options) identity << " | " << key << "=" << value;
+  std::string file = what + "." + agent.name + ".seed" + std::to_string(seed);
+  for (char& c : file) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-') c = '_';
+  }
+  s.path = (std::filesystem::path(options.snapshot_dir) / (file + ".pt")).string();
+  s.identity = identity.str();
+  s.interval_s = options.snapshot_interval_s;
+  return s;
+}
+
+void remove_snapshot(const agents::TrainSnapshots& s) {
+  std::error_code ec;
+  if (!s.path.empty()) std::filesystem::remove(s.path, ec);
+}
+
+RunResult run_job(const Shared& shared, const Job& job, CurveRecorder& recorder,
+                  const agents::TrainSnapshots& snapshots) {
   const auto start = Clock::now();
   const core::CompiledGraph& graph = shared.graphs.at(job.workload->name);
   auto options = job.agent->options;
@@ -376,7 +407,10 @@ RunResult run_job(const Shared& shared, const Job& job, CurveRecorder& recorder)
   agents::Problem problem{graph, shared.cluster, *shared.cost,
                           job_seed(job.key.seed, job.key.workload, job.key.agent)};
   agents::Environment env(problem);
-  if (agent->is_learner()) agent->train(env, job.agent->budget, &recorder);
+  if (agent->is_learner()) {
+    agent->set_snapshots(snapshots);
+    agent->train(env, job.agent->budget, &recorder);
+  }
   return result_of(shared, job, *agent, env, start);
 }
 
@@ -435,6 +469,10 @@ void pretrain(const Shared& shared, const std::vector<Job>& pending, ResultSink&
         }
         PretrainRecorder recorder(label, a.budget.max_steps, options.progress, options.heartbeat_s,
                                   options.stop);
+        std::string what = "pretrain";
+        for (const auto* w : training) what += " " + w->name;
+        const auto snapshots = job_snapshots(options, config, a, what, seed);
+        transferable->set_snapshots(snapshots);
         transferable->train_on_set(pointers, a.budget, &recorder);
         for (const auto* j : group) {
           const auto index = static_cast<std::size_t>(
@@ -445,6 +483,7 @@ void pretrain(const Shared& shared, const std::vector<Job>& pending, ResultSink&
           ++summary.completed;
           if (options.progress) *options.progress << result_line(result) << "\n" << std::flush;
         }
+        remove_snapshot(snapshots);
       } catch (const Interrupted&) {
         return;
       } catch (const std::exception& e) {
@@ -455,6 +494,16 @@ void pretrain(const Shared& shared, const std::vector<Job>& pending, ResultSink&
 }
 
 }  // namespace
+
+std::string snapshot_dir_for(const std::string& results_file) {
+  std::string stem = results_file;
+  const std::string suffix = ".h5";
+  if (stem.size() > suffix.size() &&
+      stem.compare(stem.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    stem.resize(stem.size() - suffix.size());
+  }
+  return stem + ".snapshots";
+}
 
 std::string pretrain_checkpoint(const ExperimentConfig& config, const AgentConfig& agent,
                                 std::uint64_t seed) {
@@ -583,8 +632,10 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
       std::vector<agents::LearningCurvePoint> curve;
       CurveRecorder recorder(curve, progress, worker, options.stop);
       RunResult result;
+      const auto snapshots =
+          job_snapshots(options, config, *job.agent, job.workload->name, job.key.seed);
       try {
-        result = run_job(shared, job, recorder);
+        result = run_job(shared, job, recorder, snapshots);
       } catch (const Interrupted&) {
         return;
       } catch (const std::exception& e) {
@@ -604,6 +655,7 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
           return;
         }
       }
+      remove_snapshot(snapshots);
       progress.finished(worker, result_line(result));
     }
   };

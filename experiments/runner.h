@@ -30,6 +30,11 @@ struct RunnerOptions {
   const std::atomic<bool>* stop = nullptr;  ///< set (by a SIGINT handler) to stop cleanly
   std::vector<ResultKey> done;              ///< results that exist already (--resume): skipped
   RunMetadata metadata;                     ///< handed to the sink's begin()
+  /// Folder of the training snapshots of unfinished jobs ("": none), one file per job,
+  /// removed when its result is written: a stopped run resumes its jobs mid-training
+  /// (agents::TrainSnapshots; learners without snapshot support start their job over).
+  std::string snapshot_dir;
+  double snapshot_interval_s = 60;  ///< wall-clock seconds between a job's snapshots
 
   RunnerOptions& parallel_jobs(int n) {
     jobs = n;
@@ -56,6 +61,11 @@ struct RunnerOptions {
     metadata = std::move(m);
     return *this;
   }
+  RunnerOptions& snapshots_in(std::string dir, double interval_s = 60) {
+    snapshot_dir = std::move(dir);
+    snapshot_interval_s = interval_s;
+    return *this;
+  }
 };
 
 /// What a run did.
@@ -80,6 +90,10 @@ struct RunSummary {
                                               const AgentConfig& agent, std::uint64_t seed);
 /// The checkpoint go_finetune and go_zero_shot load when their `checkpoint` option is
 /// unset: the first go_pretrain agent's for the same seed; "" when the config has none.
+/// Where `gopt run` keeps the training snapshots of a results file's unfinished jobs:
+/// "results/x.h5" -> "results/x.snapshots".
+[[nodiscard]] std::string snapshot_dir_for(const std::string& results_file);
+
 [[nodiscard]] std::string default_checkpoint(const ExperimentConfig& config, std::uint64_t seed);
 
 /// Runs every job of `config` not in `options.done`, writing each result to `sink` as it

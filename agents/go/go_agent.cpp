@@ -1,9 +1,11 @@
 #include "agents/go/go_agent.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <utility>
 #include <vector>
@@ -17,6 +19,32 @@ namespace gopt::agents::go {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Training snapshots (TrainSnapshots): everything run_ppo's remaining updates depend on.
+constexpr const char* kSnapshotFormat = "gopt-go-training-snapshot";
+constexpr std::int64_t kSnapshotVersion = 1;
+
+void write_ints(torch::serialize::OutputArchive& archive, const std::string& key,
+                const std::vector<std::int32_t>& values) {
+  auto t = torch::empty({static_cast<std::int64_t>(values.size())}, torch::kInt);
+  std::copy(values.begin(), values.end(), t.data_ptr<std::int32_t>());
+  archive.write(key, t);
+}
+
+std::optional<std::vector<std::int32_t>> read_ints(torch::serialize::InputArchive& archive,
+                                                   const std::string& key) {
+  torch::Tensor t;
+  if (!archive.try_read(key, t)) return std::nullopt;
+  t = t.to(torch::kInt).contiguous();
+  const auto* p = t.data_ptr<std::int32_t>();
+  return std::vector<std::int32_t>(p, p + t.numel());
+}
+
+std::string engine_text(core::Rng& rng) {
+  std::ostringstream s;
+  s << rng.engine();
+  return s.str();
+}
 
 const char* mode_name(GoMode mode) {
   switch (mode) {
@@ -296,6 +324,8 @@ class GoAgent final : public TransferableAgent {
   // the base placement's device of every op; one middle priority level for every op (equal
   // priorities: the FIFO order); the top fusion level for the ops the base's rule-based
   // fusion fuses under the base placement and level 0 for the others.
+  void set_snapshots(TrainSnapshots snapshots) override { snapshots_ = std::move(snapshots); }
+
   void set_priors(GraphTensors& tensors, const DecisionBase& base,
                   const core::CompiledGraph& graph) const {
     const GoPolicyOptions& o = policy_ ? policy_->options : options_.policy;
@@ -360,10 +390,21 @@ class GoAgent final : public TransferableAgent {
       return total;
     };
     const std::int64_t limit = std::min(budget.max_steps, cap);
-    for (std::int64_t step = 0; step < limit; ++step) {
-      const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    std::vector<LearningCurvePoint> points;
+    std::int64_t first_step = 0;
+    double earlier_s = 0;  // wall time of the run a snapshot was taken in
+    if (restore_snapshot(tasks, trainer, points, first_step, earlier_s)) {
+      if (observer) {
+        for (const auto& p : points) observer->on_training_step(p);
+      }
+    }
+    auto last_snapshot = Clock::now();
+    auto wall = [&] {
+      return earlier_s + std::chrono::duration<double>(Clock::now() - start).count();
+    };
+    for (std::int64_t step = first_step; step < limit; ++step) {
       if (samples() + trainer.samples_per_update() > budget.max_samples ||
-          elapsed >= budget.max_seconds) {
+          wall() >= budget.max_seconds) {
         break;
       }
       const std::int64_t batch =
@@ -373,14 +414,26 @@ class GoAgent final : public TransferableAgent {
       PpoTask& task = tasks[static_cast<std::size_t>(first + step % size)];
       auto stats = trainer.step(task);
       ++trained_steps_;
+      LearningCurvePoint point;
+      point.step = step + 1;
+      point.samples = samples();
+      point.best_step_time_s = task.env->best_step_time_s();
+      point.mean_step_time_s = stats.mean_step_time_s;
+      point.wall_s = wall();
+      points.push_back(point);
+      if (!snapshots_.path.empty() &&
+          std::chrono::duration<double>(Clock::now() - last_snapshot).count() >=
+              snapshots_.interval_s) {
+        write_snapshot(tasks, trainer, points, step + 1);
+        last_snapshot = Clock::now();
+      }
       if (observer) {
-        LearningCurvePoint point;
-        point.step = step + 1;
-        point.samples = samples();
-        point.best_step_time_s = task.env->best_step_time_s();
-        point.mean_step_time_s = stats.mean_step_time_s;
-        point.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
-        observer->on_training_step(point);
+        try {
+          observer->on_training_step(point);
+        } catch (...) {  // stopped: keep this update
+          if (!snapshots_.path.empty()) write_snapshot(tasks, trainer, points, step + 1);
+          throw;
+        }
       }
     }
     for (const auto& t : tasks) {
@@ -391,7 +444,165 @@ class GoAgent final : public TransferableAgent {
     }
   }
 
+  // The state after `steps` updates of run_ppo: the policy, the optimizer, both random
+  // streams, every graph's samples, best decision and reward reference, and the curve.
+  void write_snapshot(const std::vector<PpoTask>& tasks, PpoTrainer& trainer,
+                      const std::vector<LearningCurvePoint>& points, std::int64_t steps) {
+    torch::serialize::OutputArchive archive;
+    archive.write("format", c10::IValue(std::string(kSnapshotFormat)));
+    archive.write("version", c10::IValue(kSnapshotVersion));
+    archive.write("identity", c10::IValue(snapshots_.identity));
+    archive.write("options", c10::IValue(policy_options_text(policy_->options)));
+    archive.write("steps", c10::IValue(steps));
+    archive.write("trained_steps", c10::IValue(trained_steps_));
+    archive.write("rng", c10::IValue(engine_text(rng_)));
+    archive.write("generator", trainer.generator().get_state());
+    torch::serialize::OutputArchive policy_archive;
+    policy_->save(policy_archive);
+    archive.write("policy", policy_archive);
+    torch::serialize::OutputArchive optimizer_archive;
+    optimizer_->save(optimizer_archive);
+    archive.write("optimizer", optimizer_archive);
+    archive.write("tasks", c10::IValue(static_cast<std::int64_t>(tasks.size())));
+    for (std::size_t i = 0; i < tasks.size(); ++i) {
+      const std::string key = "task" + std::to_string(i) + ".";
+      const Environment& env = *tasks[i].env;
+      archive.write(key + "nodes",
+                    c10::IValue(static_cast<std::int64_t>(env.problem().num_nodes())));
+      archive.write(key + "samples", c10::IValue(env.samples()));
+      archive.write(key + "best_s", c10::IValue(env.best_step_time_s()));
+      archive.write(key + "reference_s", c10::IValue(tasks[i].reference_s));
+      const core::Decision& best = env.best_decision();
+      if (best.placement) write_ints(archive, key + "placement", *best.placement);
+      if (best.priority) write_ints(archive, key + "priority", *best.priority);
+      if (best.fusion) write_ints(archive, key + "fusion", *best.fusion);
+    }
+    auto curve = torch::empty({static_cast<std::int64_t>(points.size()), 5}, torch::kDouble);
+    auto c = curve.accessor<double, 2>();
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      const auto row = static_cast<std::int64_t>(i);
+      c[row][0] = static_cast<double>(points[i].step);
+      c[row][1] = static_cast<double>(points[i].samples);
+      c[row][2] = points[i].best_step_time_s;
+      c[row][3] = points[i].mean_step_time_s;
+      c[row][4] = points[i].wall_s;
+    }
+    archive.write("curve", curve);
+    const std::string& path = snapshots_.path;
+    const std::filesystem::path target(path);
+    if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path());
+    const std::string temporary = path + ".tmp";
+    try {
+      archive.save_to(temporary);
+    } catch (const c10::Error& e) {
+      throw core::Error("writing training snapshot " + path + ": " + e.what_without_backtrace());
+    }
+    std::filesystem::rename(temporary, target);
+  }
+
+  // Restores the state write_snapshot() saved when snapshots_.path holds a snapshot of this
+  // identity, policy shape and set of graphs; false (nothing changed) otherwise. A file that
+  // does not read as one is ignored the same way: training starts over and replaces it.
+  bool restore_snapshot(std::vector<PpoTask>& tasks, PpoTrainer& trainer,
+                        std::vector<LearningCurvePoint>& points, std::int64_t& steps,
+                        double& wall_s) {
+    std::error_code ec;
+    if (snapshots_.path.empty() || !std::filesystem::exists(snapshots_.path, ec)) return false;
+    try {
+      torch::serialize::InputArchive archive;
+      archive.load_from(snapshots_.path);
+      c10::IValue v;
+      auto text = [&](const char* key) {
+        return archive.try_read(key, v) && v.isString() ? v.toStringRef() : std::string();
+      };
+      auto integer = [&](const std::string& key) {
+        archive.read(key, v);
+        return v.toInt();
+      };
+      if (text("format") != kSnapshotFormat || integer("version") != kSnapshotVersion ||
+          text("identity") != snapshots_.identity ||
+          text("options") != policy_options_text(policy_->options) ||
+          integer("tasks") != static_cast<std::int64_t>(tasks.size())) {
+        return false;
+      }
+      for (std::size_t i = 0; i < tasks.size(); ++i) {
+        const std::string key = "task" + std::to_string(i) + ".";
+        if (integer(key + "nodes") != tasks[i].env->problem().num_nodes()) return false;
+      }
+      // Read everything before changing anything.
+      const std::int64_t saved_steps = integer("steps");
+      const std::int64_t saved_trained = integer("trained_steps");
+      const std::string rng = text("rng");
+      torch::Tensor generator;
+      archive.read("generator", generator);
+      torch::Tensor curve;
+      archive.read("curve", curve);
+      curve = curve.to(torch::kDouble).contiguous();
+      torch::serialize::InputArchive policy_archive;
+      archive.read("policy", policy_archive);
+      torch::serialize::InputArchive optimizer_archive;
+      archive.read("optimizer", optimizer_archive);
+      struct TaskState {
+        std::int64_t samples;
+        double best_s;
+        double reference_s;
+        core::Decision best;
+      };
+      std::vector<TaskState> states;
+      for (std::size_t i = 0; i < tasks.size(); ++i) {
+        const std::string key = "task" + std::to_string(i) + ".";
+        TaskState t;
+        t.samples = integer(key + "samples");
+        archive.read(key + "best_s", v);
+        t.best_s = v.toDouble();
+        archive.read(key + "reference_s", v);
+        t.reference_s = v.toDouble();
+        t.best.placement = read_ints(archive, key + "placement");
+        t.best.priority = read_ints(archive, key + "priority");
+        t.best.fusion = read_ints(archive, key + "fusion");
+        states.push_back(std::move(t));
+      }
+      std::istringstream rng_text(rng);
+      core::Rng::Engine engine;
+      rng_text >> engine;
+      if (!rng_text) return false;
+      // Shapes and names were checked above (same policy options), so a failure from here
+      // on is a damaged file, which must not leave a half-restored run behind.
+      try {
+        policy_->load(policy_archive);
+        optimizer_->load(optimizer_archive);
+        trainer.generator().set_state(generator);
+      } catch (const c10::Error& e) {
+        throw core::Error("restoring training snapshot " + snapshots_.path + ": " +
+                          e.what_without_backtrace() + " (delete the file to start over)");
+      }
+      rng_.engine() = engine;
+      steps = saved_steps;
+      trained_steps_ = saved_trained;
+      for (std::size_t i = 0; i < tasks.size(); ++i) {
+        tasks[i].env->restore(states[i].samples, states[i].best_s, std::move(states[i].best));
+        tasks[i].reference_s = states[i].reference_s;
+      }
+      points.clear();
+      auto c = curve.accessor<double, 2>();
+      for (std::int64_t row = 0; row < curve.size(0); ++row) {
+        LearningCurvePoint p;
+        p.step = static_cast<std::int64_t>(c[row][0]);
+        p.samples = static_cast<std::int64_t>(c[row][1]);
+        p.best_step_time_s = c[row][2];
+        p.mean_step_time_s = c[row][3];
+        p.wall_s = c[row][4];
+        points.push_back(p);
+      }
+      wall_s = points.empty() ? 0.0 : points.back().wall_s;
+      return true;
+    } catch (const c10::Error&) {
+      return false;
+    }
+  }
+
   GoOptions options_;
+  TrainSnapshots snapshots_;
   GoPolicy policy_{nullptr};
   std::unique_ptr<torch::optim::Adam> optimizer_;
   core::Rng rng_{0};

@@ -120,6 +120,8 @@ class PpoTrainer {
              at::Generator generator);
   /// One PPO update on `task`.
   PpoStepStats step(PpoTask& task);
+  /// The sampling generator (its state goes into training snapshots).
+  [[nodiscard]] at::Generator& generator() { return gen_; }
   /// Simulations one update costs.
   [[nodiscard]] std::int64_t samples_per_update() const {
     return options_.samples_per_step + (options_.evaluate_greedy ? 1 : 0);

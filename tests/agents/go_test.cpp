@@ -290,5 +290,114 @@ TEST_F(GoCheckpointTest, BadCheckpointsAreClearErrors) {
   EXPECT_TRUE(gopt::testing::contains(message, truncated)) << message;
 }
 
+// Stops training by throwing from the observer after `limit` updates, as the runner's
+// recorder does when Ctrl-C sets its stop flag.
+class StopAfter final : public TrainingObserver {
+ public:
+  explicit StopAfter(std::size_t limit) : limit_(limit) {}
+  struct Stopped {};
+  void on_training_step(const LearningCurvePoint& p) override {
+    points.push_back(p);
+    if (points.size() == limit_) throw Stopped{};
+  }
+  std::vector<LearningCurvePoint> points;
+
+ private:
+  std::size_t limit_;
+};
+
+// A training run stopped after 3 updates and resumed from its snapshot ends exactly where
+// the uninterrupted run does: curve, best time and decision (go_multitask: all three tasks,
+// both random streams, the optimizer state and the reward reference come back).
+TEST_F(GoCheckpointTest, StoppedTrainingResumesFromItsSnapshotAsIfNeverStopped) {
+  testing::ProblemFixture f(parallel_chains(3, 4), "p100x4_pcie", 2);
+  AgentRegistry r;
+  register_builtin_agents(r);
+  const std::map<std::string, std::string> options = {
+      {"hidden", "16"}, {"segment_length", "4"}, {"seed", "3"}, {"samples_per_step", "4"}};
+  const TrainBudget budget = TrainBudget().with_steps(6);
+  TrainSnapshots snapshots;
+  snapshots.path = (dir_ / "job.pt").string();
+  snapshots.identity = "chains / go_multitask / seed 3";
+  snapshots.interval_s = 1e9;  // only the snapshot written when stopped
+
+  auto whole = r.create("go_multitask", options);
+  Environment whole_env(f.problem);
+  Curve whole_curve;
+  whole->train(whole_env, budget, &whole_curve);
+  ASSERT_EQ(whole_curve.points.size(), 6u);
+
+  auto first = r.create("go_multitask", options);
+  first->set_snapshots(snapshots);
+  Environment first_env(f.problem);
+  StopAfter stop(3);
+  EXPECT_THROW(first->train(first_env, budget, &stop), StopAfter::Stopped);
+  ASSERT_TRUE(std::filesystem::exists(snapshots.path));
+
+  auto second = r.create("go_multitask", options);
+  second->set_snapshots(snapshots);
+  Environment second_env(f.problem);
+  Curve resumed;
+  second->train(second_env, budget, &resumed);
+  // The three restored points are replayed first, then the three new ones follow.
+  ASSERT_EQ(resumed.points.size(), 6u);
+  for (std::size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(resumed.points[i].step, whole_curve.points[i].step);
+    EXPECT_EQ(resumed.points[i].samples, whole_curve.points[i].samples);
+    EXPECT_EQ(resumed.points[i].mean_step_time_s, whole_curve.points[i].mean_step_time_s) << i;
+    EXPECT_EQ(resumed.points[i].best_step_time_s, whole_curve.points[i].best_step_time_s) << i;
+  }
+  EXPECT_EQ(second_env.samples(), whole_env.samples());
+  EXPECT_EQ(second_env.best_step_time_s(), whole_env.best_step_time_s());
+  const auto a = whole->propose(f.problem);
+  const auto b = second->propose(f.problem);
+  EXPECT_EQ(a.placement, b.placement);
+  EXPECT_EQ(a.priority, b.priority);
+  EXPECT_EQ(a.fusion, b.fusion);
+}
+
+// A snapshot of another job (identity), or a file that is not a snapshot, is not used:
+// training starts over, as without one.
+TEST_F(GoCheckpointTest, ForeignOrDamagedSnapshotsStartTrainingOver) {
+  testing::ProblemFixture f(parallel_chains(2, 4), "p100x2_pcie", 1);
+  AgentRegistry r;
+  register_builtin_agents(r);
+  const std::map<std::string, std::string> options = {
+      {"hidden", "16"}, {"segment_length", "4"}, {"samples_per_step", "4"}};
+  TrainSnapshots snapshots;
+  snapshots.path = (dir_ / "job.pt").string();
+  snapshots.identity = "job A";
+  snapshots.interval_s = 0;  // after every update
+  {
+    auto agent = r.create("go_one", options);
+    agent->set_snapshots(snapshots);
+    Environment env(f.problem);
+    agent->train(env, TrainBudget().with_steps(3), nullptr);
+  }
+  ASSERT_TRUE(std::filesystem::exists(snapshots.path));
+  auto starts_at = [&](const TrainSnapshots& s) {
+    auto agent = r.create("go_one", options);
+    agent->set_snapshots(s);
+    Environment env(f.problem);
+    Curve curve;
+    agent->train(env, TrainBudget().with_steps(4), &curve);
+    return curve.points.empty() ? std::int64_t{-1} : curve.points.front().step;
+  };
+  TrainSnapshots other = snapshots;
+  other.identity = "job B";
+  EXPECT_EQ(starts_at(other), 1);      // not job B's: starts over (and overwrites it)
+  EXPECT_EQ(starts_at(snapshots), 1);  // job B's now: job A starts over too
+  std::ofstream(snapshots.path) << "not a snapshot";
+  EXPECT_EQ(starts_at(snapshots), 1);
+  // Job A's own snapshot after 4 updates: a longer budget continues from it.
+  auto agent = r.create("go_one", options);
+  agent->set_snapshots(snapshots);
+  Environment env(f.problem);
+  Curve curve;
+  agent->train(env, TrainBudget().with_steps(6), &curve);
+  ASSERT_EQ(curve.points.size(), 6u);  // four replayed, two new
+  EXPECT_EQ(curve.points[4].step, 5);
+}
+
 }  // namespace
 }  // namespace gopt::agents::go

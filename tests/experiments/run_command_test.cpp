@@ -200,6 +200,56 @@ TEST(RunCommandTest, KilledRunLeavesAReadableFileAndResumeCompletesIt) {
   expect_same_results(a, b);
 }
 
+// A job killed in the middle of training continues from its last snapshot
+// (<results>.snapshots/) and ends exactly as the uninterrupted job; the snapshots go away
+// with the finished job.
+TEST(RunCommandTest, KilledMidJobResumesFromItsTrainingSnapshot) {
+  auto dir = temp_dir();
+  auto config = dir / "snap.yaml";
+  std::ofstream(config) << "name: snap\nhardware: p100x2_pcie\nseeds: [1]\nworkloads:\n"
+                           "  - graph: "
+                        << kSource
+                        << "/datasets/graphs/mlp_tiny.json\n"
+                           "agents:\n"
+                           "  - name: go_one\n"
+                           "    options: {hidden: 16, segment_length: 8, samples_per_step: 4}\n"
+                           "    budget: {steps: 300}\n";
+  auto full = dir / "full.h5";
+  auto uninterrupted = run_command(kGopt + " run " + config.string() + " --out " + full.string());
+  ASSERT_EQ(uninterrupted.exit_code, 0) << uninterrupted.err;
+  EXPECT_FALSE(fs::exists(dir / "full.snapshots"));
+
+  auto killed = dir / "killed.h5";
+  const auto snapshots = dir / "killed.snapshots";
+  pid_t pid =
+      spawn_gopt({"run", config.string(), "--out", killed.string(), "--snapshot-every", "0.01"},
+                 dir / "out.txt", dir / "err.txt");
+  ASSERT_GT(pid, 0);
+  const auto start = std::chrono::steady_clock::now();
+  auto has_snapshot = [&] {
+    std::error_code ec;
+    for (fs::directory_iterator it(snapshots, ec), end; !ec && it != end; it.increment(ec)) {
+      if (it->path().extension() == ".pt") return true;
+    }
+    return false;
+  };
+  while (!has_snapshot() && std::chrono::steady_clock::now() - start < std::chrono::seconds(60)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "the run finished before it could be killed";
+  ASSERT_TRUE(has_snapshot()) << read_text(dir / "err.txt");
+  EXPECT_TRUE(read_results_file(killed).results.empty());
+
+  auto resumed =
+      run_command(kGopt + " run " + config.string() + " --resume --out " + killed.string());
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  expect_same_results(read_results_file(full), read_results_file(killed));
+  EXPECT_FALSE(fs::exists(snapshots));
+}
+
 TEST(RunCommandTest, SigintStopsCleanly) {
   auto dir = temp_dir();
   auto config = write_config(dir, 200, "[1]");
