@@ -6,6 +6,7 @@
 #include <array>
 #include <cmath>
 #include <map>
+#include <mutex>
 #include <numeric>
 
 #include "core/errors.h"
@@ -97,6 +98,14 @@ Contracted contract(const Problem& problem) {
 // minus parameters + outputs placed there) until a tenth of the overflowing device's
 // parameter+output bytes has moved. The result is the first placement that fits, or the
 // fastest of those tried when none does.
+// METIS seeds and draws from one process-wide random generator (GKlib's), so partitions
+// running at once in several threads (gopt run --jobs N) interleaved their draws and got
+// results that depended on timing. One partition at a time, each from its own seed.
+std::mutex& metis_mutex() {
+  static std::mutex m;
+  return m;
+}
+
 class MetisAgent final : public Agent {
  public:
   MetisAgent(double imbalance, std::uint64_t seed, int repair_rounds)
@@ -122,6 +131,7 @@ class MetisAgent final : public Agent {
       options[METIS_OPTION_SEED] =
           static_cast<idx_t>(core::mix_seed(seed_, problem.seed) & 0x7fffffff);
       options[METIS_OPTION_OBJTYPE] = METIS_OBJTYPE_CUT;
+      std::lock_guard<std::mutex> lock(metis_mutex());
       int status =
           METIS_PartGraphKway(&nvtxs, &ncon, c.xadj.data(), c.adjncy.data(), c.vwgt.data(), nullptr,
                               c.adjwgt.empty() ? nullptr : c.adjwgt.data(), &nparts, nullptr,

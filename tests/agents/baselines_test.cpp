@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
+#include <thread>
 
 #include "agents/registry.h"
 #include "core/decision.h"
@@ -102,6 +104,31 @@ TEST(BaselinesTest, DeterministicForTheSameSeed) {
     EXPECT_EQ(a.placement, b.placement) << info.name;
     EXPECT_EQ(a.priority, b.priority) << info.name;
   }
+}
+
+// gopt run --jobs N partitions in several threads at once; METIS draws from one
+// process-wide random generator, so unguarded concurrent partitions changed each other's
+// results (metis rows differed between --jobs 1 and --jobs 2).
+TEST(BaselinesTest, MetisGivesTheSameResultWhenRunInParallelThreads) {
+  testing::ProblemFixture f(
+      gopt::testing::random_dag(gopt::testing::RandomDagOptions().with_nodes(3000).with_seed(4)),
+      "p100x4_pcie", 5);
+  auto r = builtin();
+  const auto alone = r.create("metis")->propose(f.problem).placement;
+  constexpr int kThreads = 4;
+  constexpr int kRounds = 3;
+  std::vector<std::optional<std::vector<DeviceId>>> got(kThreads * kRounds);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kRounds; ++i) {
+        got[static_cast<std::size_t>(t * kRounds + i)] =
+            r.create("metis")->propose(f.problem).placement;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (std::size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], alone) << "run " << i;
 }
 
 }  // namespace

@@ -51,7 +51,7 @@ fs::path temp_dir() {
       ::testing::UnitTest::GetInstance()->current_test_info()->name());
 }
 
-// A small experiment: two graphs, baselines and a short HDP run.
+// A small experiment: two graphs, baselines (METIS among them) and a short HDP run.
 fs::path write_config(const fs::path& dir, int hdp_steps, const std::string& seeds) {
   auto path = dir / "small.yaml";
   std::ofstream(path) << "name: small\n"
@@ -67,6 +67,7 @@ fs::path write_config(const fs::path& dir, int hdp_steps, const std::string& see
                          "agents:\n"
                          "  - single_device\n"
                          "  - random\n"
+                         "  - metis\n"
                          "  - name: hdp\n"
                          "    options: {samples_per_step: 2, groups: 8}\n"
                          "    budget: {steps: "
@@ -135,15 +136,15 @@ TEST(RunCommandTest, RunsAndJobsDoNotChangeResults) {
   auto config = write_config(dir, 3, "[1, 2]");
   auto one = run_command(kGopt + " run " + config.string() + " --out " + (dir / "one.h5").string());
   ASSERT_EQ(one.exit_code, 0) << one.err;
-  EXPECT_TRUE(contains(one.err, "[12/12]")) << one.err;  // plain progress lines
-  EXPECT_TRUE(contains(one.out, "small: 12 new results written to")) << one.out;
+  EXPECT_TRUE(contains(one.err, "[16/16]")) << one.err;  // plain progress lines
+  EXPECT_TRUE(contains(one.out, "small: 16 new results written to")) << one.out;
 
   auto two = run_command(kGopt + " run " + config.string() + " --jobs 3 --out " +
                          (dir / "two.h5").string());
   ASSERT_EQ(two.exit_code, 0) << two.err;
   auto a = read_results_file(dir / "one.h5");
   auto b = read_results_file(dir / "two.h5");
-  ASSERT_EQ(a.results.size(), 12u);
+  ASSERT_EQ(a.results.size(), 16u);
   expect_same_results(a, b);
   EXPECT_EQ(a.metadata.experiment, "small");
   EXPECT_TRUE(contains(a.metadata.config_yaml, "samples_per_step")) << a.metadata.config_yaml;
@@ -188,7 +189,7 @@ TEST(RunCommandTest, KilledRunLeavesAReadableFileAndResumeCompletesIt) {
 
   auto partial = read_results_file(killed);  // readable after SIGKILL
   EXPECT_GE(partial.results.size(), 1u);
-  EXPECT_LT(partial.results.size(), 12u);
+  EXPECT_LT(partial.results.size(), 16u);
 
   auto resumed =
       run_command(kGopt + " run " + config.string() + " --resume --out " + killed.string());
