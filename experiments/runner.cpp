@@ -294,11 +294,12 @@ class CurveRecorder final : public agents::TrainingObserver {
 // training when the stop flag is set.
 class PretrainRecorder final : public agents::TrainingObserver {
  public:
-  PretrainRecorder(std::string label, std::int64_t max_steps, std::ostream* out, double heartbeat_s,
-                   const std::atomic<bool>* stop)
+  PretrainRecorder(std::string label, std::int64_t max_steps, std::ostream* out,
+                   std::mutex* out_mutex, double heartbeat_s, const std::atomic<bool>* stop)
       : label_(std::move(label)),
         max_steps_(max_steps),
         out_(out),
+        out_mutex_(out_mutex),
         heartbeat_s_(heartbeat_s),
         stop_(stop) {}
   void on_training_step(const agents::LearningCurvePoint& point) override {
@@ -306,6 +307,7 @@ class PretrainRecorder final : public agents::TrainingObserver {
     const auto now = Clock::now();
     if (out_ && (std::chrono::duration<double>(now - last_).count() >= heartbeat_s_ ||
                  point.step == max_steps_)) {
+      std::lock_guard<std::mutex> lock(*out_mutex_);
       *out_ << "gopt: " << label_ << ": update " << point.step << "/" << max_steps_ << ", "
             << point.samples << " samples, " << clock_text(point.wall_s) << " elapsed\n"
             << std::flush;
@@ -319,6 +321,7 @@ class PretrainRecorder final : public agents::TrainingObserver {
   std::string label_;
   std::int64_t max_steps_;
   std::ostream* out_;
+  std::mutex* out_mutex_;
   double heartbeat_s_;
   const std::atomic<bool>* stop_;
   Clock::time_point last_ = Clock::now();
@@ -421,76 +424,111 @@ std::string result_line(const RunResult& r) {
 }
 
 // Runs every pretraining job: per (agent, seed), one policy trained on all training
-// graphs, its checkpoint written, then one result row per training graph.
+// graphs, its checkpoint written, then one result row per training graph. Up to
+// options.jobs of them at once, each in its own thread (as the other jobs).
 void pretrain(const Shared& shared, const std::vector<Job>& pending, ResultSink& sink,
               const RunnerOptions& options, RunSummary& summary) {
   const ExperimentConfig& config = shared.config;
+  struct Unit {
+    const AgentConfig* agent;
+    std::uint64_t seed;
+    std::vector<const Job*> group;
+  };
+  std::vector<Unit> units;
   for (const auto& a : config.agents) {
     for (auto seed : config.seeds) {
-      std::vector<const Job*> group;
+      Unit unit{&a, seed, {}};
       for (const auto& j : pending) {
-        if (j.agent == &a && j.key.seed == seed) group.push_back(&j);
+        if (j.agent == &a && j.key.seed == seed) unit.group.push_back(&j);
       }
-      if (group.empty()) continue;
-      if (options.stop && options.stop->load()) return;
-      const auto start = Clock::now();
-      auto agent_options = a.options;
-      agent_options["checkpoint"] = pretrain_checkpoint(config, a, seed);
-      const std::string label = a.name + " (seed " + std::to_string(seed) + ")";
-      std::vector<const WorkloadConfig*> training;
-      for (const auto& w : config.workloads) {
-        if (!w.held_out) training.push_back(&w);
-      }
-      auto fail = [&](const std::string& message) {
-        for (const auto* j : group) {
-          summary.failures.push_back(j->key.text() + ": " + message);
-          if (options.progress) {
-            *options.progress << j->key.text() << ": FAILED: " << message << "\n" << std::flush;
-          }
-        }
-      };
-      try {
-        auto agent = shared.registry.create(a.type, agent_options, config.source);
-        auto* transferable = dynamic_cast<agents::TransferableAgent*>(agent.get());
-        if (!transferable) throw core::Error("agent '" + a.type + "' cannot pretrain");
-        std::vector<std::unique_ptr<agents::Environment>> environments;
-        std::vector<agents::Environment*> pointers;
-        for (const auto* w : training) {
-          agents::Problem problem{shared.graphs.at(w->name), shared.cluster, *shared.cost,
-                                  job_seed(seed, w->name, a.name)};
-          environments.push_back(std::make_unique<agents::Environment>(problem));
-          pointers.push_back(environments.back().get());
-        }
-        if (options.progress) {
-          *options.progress << "gopt: pretraining " << label << " on " << training.size()
-                            << " graphs, up to " << a.budget.max_steps << " updates -> "
-                            << agent_options["checkpoint"] << "\n"
-                            << std::flush;
-        }
-        PretrainRecorder recorder(label, a.budget.max_steps, options.progress, options.heartbeat_s,
-                                  options.stop);
-        std::string what = "pretrain";
-        for (const auto* w : training) what += " " + w->name;
-        const auto snapshots = job_snapshots(options, config, a, what, seed);
-        transferable->set_snapshots(snapshots);
-        transferable->train_on_set(pointers, a.budget, &recorder);
-        for (const auto* j : group) {
-          const auto index = static_cast<std::size_t>(
-              std::find(training.begin(), training.end(), j->workload) - training.begin());
-          RunResult result = result_of(shared, *j, *agent, *environments[index], start);
-          result.learning_curve = recorder.curve;
-          sink.write(result);
-          ++summary.completed;
-          if (options.progress) *options.progress << result_line(result) << "\n" << std::flush;
-        }
-        remove_snapshot(snapshots);
-      } catch (const Interrupted&) {
-        return;
-      } catch (const std::exception& e) {
-        fail(e.what());
-      }
+      if (!unit.group.empty()) units.push_back(std::move(unit));
     }
   }
+  std::vector<const WorkloadConfig*> training;
+  for (const auto& w : config.workloads) {
+    if (!w.held_out) training.push_back(&w);
+  }
+  std::mutex io;  // the sink, `summary` and the progress stream: one thread at a time
+
+  auto run_unit = [&](const Unit& unit) {
+    const AgentConfig& a = *unit.agent;
+    const std::uint64_t seed = unit.seed;
+    const auto start = Clock::now();
+    auto agent_options = a.options;
+    agent_options["checkpoint"] = pretrain_checkpoint(config, a, seed);
+    const std::string label = a.name + " (seed " + std::to_string(seed) + ")";
+    auto fail = [&](const std::string& message) {
+      std::lock_guard<std::mutex> lock(io);
+      for (const auto* j : unit.group) {
+        summary.failures.push_back(j->key.text() + ": " + message);
+        if (options.progress) {
+          *options.progress << j->key.text() << ": FAILED: " << message << "\n" << std::flush;
+        }
+      }
+    };
+    try {
+      auto agent = shared.registry.create(a.type, agent_options, config.source);
+      auto* transferable = dynamic_cast<agents::TransferableAgent*>(agent.get());
+      if (!transferable) throw core::Error("agent '" + a.type + "' cannot pretrain");
+      std::vector<std::unique_ptr<agents::Environment>> environments;
+      std::vector<agents::Environment*> pointers;
+      for (const auto* w : training) {
+        agents::Problem problem{shared.graphs.at(w->name), shared.cluster, *shared.cost,
+                                job_seed(seed, w->name, a.name)};
+        environments.push_back(std::make_unique<agents::Environment>(problem));
+        pointers.push_back(environments.back().get());
+      }
+      if (options.progress) {
+        std::lock_guard<std::mutex> lock(io);
+        *options.progress << "gopt: pretraining " << label << " on " << training.size()
+                          << " graphs, up to " << a.budget.max_steps << " updates -> "
+                          << agent_options["checkpoint"] << "\n"
+                          << std::flush;
+      }
+      PretrainRecorder recorder(label, a.budget.max_steps, options.progress, &io,
+                                options.heartbeat_s, options.stop);
+      std::string what = "pretrain";
+      for (const auto* w : training) what += " " + w->name;
+      const auto snapshots = job_snapshots(options, config, a, what, seed);
+      transferable->set_snapshots(snapshots);
+      transferable->train_on_set(pointers, a.budget, &recorder);
+      for (const auto* j : unit.group) {
+        const auto index = static_cast<std::size_t>(
+            std::find(training.begin(), training.end(), j->workload) - training.begin());
+        RunResult result = result_of(shared, *j, *agent, *environments[index], start);
+        result.learning_curve = recorder.curve;
+        std::lock_guard<std::mutex> lock(io);
+        sink.write(result);
+        ++summary.completed;
+        if (options.progress) *options.progress << result_line(result) << "\n" << std::flush;
+      }
+      remove_snapshot(snapshots);
+    } catch (const Interrupted&) {
+      return;
+    } catch (const std::exception& e) {
+      fail(e.what());
+    }
+  };
+
+  std::atomic<std::size_t> next{0};
+  auto work = [&] {
+    agents::limit_compute_threads(1);  // as every job thread (run_experiment)
+    for (;;) {
+      if (options.stop && options.stop->load()) return;
+      const std::size_t i = next.fetch_add(1);
+      if (i >= units.size()) return;
+      run_unit(units[i]);
+    }
+  };
+  const auto workers =
+      std::min<std::size_t>(units.size(), static_cast<std::size_t>(std::max(1, options.jobs)));
+  if (workers <= 1) {
+    work();
+    return;
+  }
+  std::vector<std::thread> threads;
+  for (std::size_t w = 0; w < workers; ++w) threads.emplace_back(work);
+  for (auto& t : threads) t.join();
 }
 
 }  // namespace
