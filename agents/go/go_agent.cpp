@@ -40,6 +40,21 @@ std::optional<std::vector<std::int32_t>> read_ints(torch::serialize::InputArchiv
   return std::vector<std::int32_t>(p, p + t.numel());
 }
 
+// Writes `archive` to `path` through a temporary file and a rename, so that a reader (or a
+// later run, after a crash mid-write) never sees half a file; `what` names it in errors.
+void save_atomically(torch::serialize::OutputArchive& archive, const std::string& path,
+                     const std::string& what) {
+  const std::filesystem::path target(path);
+  if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path());
+  const std::string temporary = path + ".tmp";
+  try {
+    archive.save_to(temporary);
+  } catch (const c10::Error& e) {
+    throw core::Error("writing " + what + " " + path + ": " + e.what_without_backtrace());
+  }
+  std::filesystem::rename(temporary, target);
+}
+
 std::string engine_text(core::Rng& rng) {
   std::ostringstream s;
   s << rng.engine();
@@ -205,21 +220,8 @@ class GoAgent final : public TransferableAgent {
     archive.write("version", c10::IValue(kCheckpointVersion));
     archive.write("options", c10::IValue(policy_options_text(policy_->options)));
     archive.write("steps", c10::IValue(trained_steps_));
-    torch::serialize::OutputArchive policy_archive;
-    policy_->save(policy_archive);
-    archive.write("policy", policy_archive);
-    torch::serialize::OutputArchive optimizer_archive;
-    optimizer_->save(optimizer_archive);
-    archive.write("optimizer", optimizer_archive);
-    const std::filesystem::path target(path);
-    if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path());
-    const std::string temporary = path + ".tmp";
-    try {
-      archive.save_to(temporary);
-    } catch (const c10::Error& e) {
-      throw core::Error("writing GO checkpoint " + path + ": " + e.what_without_backtrace());
-    }
-    std::filesystem::rename(temporary, target);
+    write_policy_and_optimizer(archive);
+    save_atomically(archive, path, "GO checkpoint");
   }
 
  private:
@@ -444,6 +446,15 @@ class GoAgent final : public TransferableAgent {
     }
   }
 
+  void write_policy_and_optimizer(torch::serialize::OutputArchive& archive) const {
+    torch::serialize::OutputArchive policy_archive;
+    policy_->save(policy_archive);
+    archive.write("policy", policy_archive);
+    torch::serialize::OutputArchive optimizer_archive;
+    optimizer_->save(optimizer_archive);
+    archive.write("optimizer", optimizer_archive);
+  }
+
   // The state after `steps` updates of run_ppo: the policy, the optimizer, both random
   // streams, every graph's samples, best decision and reward reference, and the curve.
   void write_snapshot(const std::vector<PpoTask>& tasks, PpoTrainer& trainer,
@@ -457,12 +468,7 @@ class GoAgent final : public TransferableAgent {
     archive.write("trained_steps", c10::IValue(trained_steps_));
     archive.write("rng", c10::IValue(engine_text(rng_)));
     archive.write("generator", trainer.generator().get_state());
-    torch::serialize::OutputArchive policy_archive;
-    policy_->save(policy_archive);
-    archive.write("policy", policy_archive);
-    torch::serialize::OutputArchive optimizer_archive;
-    optimizer_->save(optimizer_archive);
-    archive.write("optimizer", optimizer_archive);
+    write_policy_and_optimizer(archive);
     archive.write("tasks", c10::IValue(static_cast<std::int64_t>(tasks.size())));
     for (std::size_t i = 0; i < tasks.size(); ++i) {
       const std::string key = "task" + std::to_string(i) + ".";
@@ -488,16 +494,7 @@ class GoAgent final : public TransferableAgent {
       c[row][4] = points[i].wall_s;
     }
     archive.write("curve", curve);
-    const std::string& path = snapshots_.path;
-    const std::filesystem::path target(path);
-    if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path());
-    const std::string temporary = path + ".tmp";
-    try {
-      archive.save_to(temporary);
-    } catch (const c10::Error& e) {
-      throw core::Error("writing training snapshot " + path + ": " + e.what_without_backtrace());
-    }
-    std::filesystem::rename(temporary, target);
+    save_atomically(archive, snapshots_.path, "training snapshot");
   }
 
   // Restores the state write_snapshot() saved when snapshots_.path holds a snapshot of this
