@@ -393,9 +393,12 @@ agents::TrainSnapshots job_snapshots(const RunnerOptions& options, const Experim
   return s;
 }
 
+// The job's snapshot, and the temporary file of a write that a kill interrupted.
 void remove_snapshot(const agents::TrainSnapshots& s) {
+  if (s.path.empty()) return;
   std::error_code ec;
-  if (!s.path.empty()) std::filesystem::remove(s.path, ec);
+  std::filesystem::remove(s.path, ec);
+  std::filesystem::remove(s.path + ".tmp", ec);
 }
 
 RunResult run_job(const Shared& shared, const Job& job, CurveRecorder& recorder,
