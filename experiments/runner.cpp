@@ -78,14 +78,16 @@ struct Interrupted {};
 // so that elapsed time and ETA move while a long job runs.
 class Progress {
  public:
-  // `job_agents`: the agent label of every job to run, in job order (for the ETA).
+  // `job_agents` and `job_nodes`: the agent label and the graph's op count of every job to
+  // run, in job order (for the ETA).
   Progress(std::ostream* out, bool live, double heartbeat_s, std::vector<std::string> job_agents,
-           int workers)
+           std::vector<double> job_nodes, int workers)
       : out_(out),
         live_(live),
         heartbeat_s_(heartbeat_s),
         total_(static_cast<std::int64_t>(job_agents.size())),
         job_agents_(std::move(job_agents)),
+        job_nodes_(std::move(job_nodes)),
         started_(job_agents_.size(), false),
         running_(static_cast<std::size_t>(workers)) {
     if (out_ && total_ > 0) thread_ = std::thread([this] { loop(); });
@@ -116,6 +118,7 @@ class Progress {
     auto& r = running_[static_cast<std::size_t>(worker)];
     r.job = job.key.text();
     r.agent = job.key.agent;
+    r.nodes = job_nodes_[index];
     r.start = Clock::now();
     r.step = 0;
     r.max_steps = job.agent->budget.max_steps;
@@ -134,8 +137,8 @@ class Progress {
     std::lock_guard<std::mutex> lock(mutex_);
     auto& r = running_[static_cast<std::size_t>(worker)];
     auto& d = durations_[r.agent];
-    d.first += std::chrono::duration<double>(Clock::now() - r.start).count();
-    d.second += 1;
+    d.seconds += std::chrono::duration<double>(Clock::now() - r.start).count();
+    d.nodes += r.nodes;
     r = {};
     ++done_;
     last_line_ = Clock::now();
@@ -160,6 +163,7 @@ class Progress {
   struct Running {
     std::string job;
     std::string agent;
+    double nodes = 0;
     Clock::time_point start;
     std::int64_t step = 0;
     std::int64_t max_steps = 0;
@@ -179,20 +183,23 @@ class Progress {
     return total_ > 0 ? units / static_cast<double>(total_) : 1.0;
   }
 
-  // Expected seconds of a job of `agent`: the mean of its finished jobs, else of all
-  // finished jobs; negative when nothing finished yet.
-  double expected_s(const std::string& agent) const {
+  // Expected seconds of a job of `agent` on a graph of `nodes` ops: a job's time grows about
+  // linearly with the graph (a GO update on gnmt_2's 17.7k ops costs 5x one on rnnlm_2's
+  // 4.2k), so the seconds per op of the agent's finished jobs, else of all finished jobs,
+  // times `nodes`; negative when nothing finished yet. (A per-job mean made a config whose
+  // first workload is small look several times shorter or, as here, longer than it is.)
+  double expected_s(const std::string& agent, double nodes) const {
     auto it = durations_.find(agent);
-    if (it != durations_.end() && it->second.second > 0) {
-      return it->second.first / static_cast<double>(it->second.second);
+    if (it != durations_.end() && it->second.nodes > 0) {
+      return it->second.seconds / it->second.nodes * nodes;
     }
-    double sum = 0;
-    std::int64_t n = 0;
+    double seconds = 0;
+    double total_nodes = 0;
     for (const auto& [name, d] : durations_) {
-      sum += d.first;
-      n += d.second;
+      seconds += d.seconds;
+      total_nodes += d.nodes;
     }
-    return n > 0 ? sum / static_cast<double>(n) : -1;
+    return total_nodes > 0 ? seconds / total_nodes * nodes : -1;
   }
 
   // Remaining time: expected durations of the jobs not started, plus what is left of the
@@ -201,11 +208,11 @@ class Progress {
     if (done_ >= total_ || durations_.empty()) return "";
     double remaining = 0;
     for (std::size_t i = 0; i < job_agents_.size(); ++i) {
-      if (!started_[i]) remaining += expected_s(job_agents_[i]);
+      if (!started_[i]) remaining += expected_s(job_agents_[i], job_nodes_[i]);
     }
     for (const auto& r : running_) {
       if (r.job.empty()) continue;
-      double expected = expected_s(r.agent);
+      double expected = expected_s(r.agent, r.nodes);
       double so_far = std::chrono::duration<double>(Clock::now() - r.start).count();
       if (r.learner && r.max_steps > 0 && r.step > 0) {
         expected = so_far * static_cast<double>(r.max_steps) / static_cast<double>(r.step);
@@ -259,9 +266,14 @@ class Progress {
   std::int64_t total_;
   std::int64_t done_ = 0;
   std::vector<std::string> job_agents_;
+  std::vector<double> job_nodes_;
   std::vector<bool> started_;
   std::vector<Running> running_;
-  std::map<std::string, std::pair<double, std::int64_t>> durations_;  // agent: seconds, jobs
+  struct Durations {
+    double seconds = 0;  // of the agent's finished jobs
+    double nodes = 0;    // their graphs' ops, summed
+  };
+  std::map<std::string, Durations> durations_;  // by agent label
   Clock::time_point start_ = Clock::now();
   Clock::time_point last_line_ = Clock::now();
   std::mutex mutex_;
@@ -648,9 +660,13 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
 
   const int workers = std::max(1, std::min(options.jobs, static_cast<int>(jobs.size())));
   std::vector<std::string> job_agents;
-  for (const auto& j : jobs) job_agents.push_back(j.key.agent);
+  std::vector<double> job_nodes;
+  for (const auto& j : jobs) {
+    job_agents.push_back(j.key.agent);
+    job_nodes.push_back(static_cast<double>(shared.graphs.at(j.workload->name).num_nodes()));
+  }
   Progress progress(options.progress, options.live_bar, options.heartbeat_s, std::move(job_agents),
-                    workers);
+                    std::move(job_nodes), workers);
   std::atomic<std::size_t> next{0};
   std::mutex sink_mutex;  // sinks see one call at a time; also guards `summary`
   std::optional<std::string> sink_error;
