@@ -406,6 +406,15 @@ agents::TrainSnapshots job_snapshots(const RunnerOptions& options, const Experim
 }
 
 // The job's snapshot, and the temporary file of a write that a kill interrupted.
+// What a pretraining job's snapshot is of: its training graphs.
+std::string pretrain_what(const ExperimentConfig& config) {
+  std::string what = "pretrain";
+  for (const auto& w : config.workloads) {
+    if (!w.held_out) what += " " + w.name;
+  }
+  return what;
+}
+
 void remove_snapshot(const agents::TrainSnapshots& s) {
   if (s.path.empty()) return;
   std::error_code ec;
@@ -502,9 +511,7 @@ void pretrain(const Shared& shared, const std::vector<Job>& pending, ResultSink&
       }
       PretrainRecorder recorder(label, a.budget.max_steps, options.progress, &io,
                                 options.heartbeat_s, options.stop);
-      std::string what = "pretrain";
-      for (const auto* w : training) what += " " + w->name;
-      const auto snapshots = job_snapshots(options, config, a, what, seed);
+      const auto snapshots = job_snapshots(options, config, a, pretrain_what(config), seed);
       transferable->set_snapshots(snapshots);
       transferable->train_on_set(pointers, a.budget, &recorder);
       for (const auto* j : unit.group) {
@@ -626,6 +633,24 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
   if (summary.already_done > 0) {
     say("gopt: resuming: " + std::to_string(summary.already_done) + " of " +
         std::to_string(summary.total) + " results are already in the file");
+  }
+  if (!options.snapshot_dir.empty()) {
+    std::set<std::string> snapshots;
+    for (const auto& j : jobs) {
+      snapshots.insert(job_snapshots(options, config, *j.agent, j.workload->name, j.key.seed).path);
+    }
+    for (const auto& j : pretrain_jobs) {
+      snapshots.insert(
+          job_snapshots(options, config, *j.agent, pretrain_what(config), j.key.seed).path);
+    }
+    std::error_code ec;
+    const auto found = std::count_if(snapshots.begin(), snapshots.end(), [&](const std::string& f) {
+      return std::filesystem::exists(f, ec);
+    });
+    if (found > 0) {
+      say("gopt: " + std::to_string(found) + " unfinished job(s) continue from their training " +
+          "snapshots in " + options.snapshot_dir);
+    }
   }
 
   Shared shared{config, {}, hardware::load_profile(config.hardware), nullptr, {}};

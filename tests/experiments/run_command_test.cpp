@@ -248,6 +248,8 @@ TEST(RunCommandTest, KilledMidJobResumesFromItsTrainingSnapshot) {
   auto resumed =
       run_command(kGopt + " run " + config.string() + " --resume --out " + killed.string());
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_TRUE(contains(resumed.err, "1 unfinished job(s) continue from their training snapshots"))
+      << resumed.err;
   expect_same_results(read_results_file(full), read_results_file(killed));
   EXPECT_FALSE(fs::exists(snapshots));
 }
