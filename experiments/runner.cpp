@@ -23,6 +23,7 @@
 #include "core/rng.h"
 #include "core/units.h"
 #include "datasets/workload_registry.h"
+#include "experiments/job_time_model.h"
 #include "hardware/cost_model.h"
 #include "hardware/profile.h"
 
@@ -136,9 +137,7 @@ class Progress {
   void finished(int worker, const std::string& line) {
     std::lock_guard<std::mutex> lock(mutex_);
     auto& r = running_[static_cast<std::size_t>(worker)];
-    auto& d = durations_[r.agent];
-    d.seconds += std::chrono::duration<double>(Clock::now() - r.start).count();
-    d.nodes += r.nodes;
+    times_.add(r.agent, r.nodes, std::chrono::duration<double>(Clock::now() - r.start).count());
     r = {};
     ++done_;
     last_line_ = Clock::now();
@@ -183,36 +182,17 @@ class Progress {
     return total_ > 0 ? units / static_cast<double>(total_) : 1.0;
   }
 
-  // Expected seconds of a job of `agent` on a graph of `nodes` ops: a job's time grows about
-  // linearly with the graph (a GO update on gnmt_2's 17.7k ops costs 5x one on rnnlm_2's
-  // 4.2k), so the seconds per op of the agent's finished jobs, else of all finished jobs,
-  // times `nodes`; negative when nothing finished yet. (A per-job mean made a config whose
-  // first workload is small look several times shorter or, as here, longer than it is.)
-  double expected_s(const std::string& agent, double nodes) const {
-    auto it = durations_.find(agent);
-    if (it != durations_.end() && it->second.nodes > 0) {
-      return it->second.seconds / it->second.nodes * nodes;
-    }
-    double seconds = 0;
-    double total_nodes = 0;
-    for (const auto& [name, d] : durations_) {
-      seconds += d.seconds;
-      total_nodes += d.nodes;
-    }
-    return total_nodes > 0 ? seconds / total_nodes * nodes : -1;
-  }
-
   // Remaining time: expected durations of the jobs not started, plus what is left of the
   // running ones, spread over the workers.
   std::string eta_text() const {
-    if (done_ >= total_ || durations_.empty()) return "";
+    if (done_ >= total_ || times_.empty()) return "";
     double remaining = 0;
     for (std::size_t i = 0; i < job_agents_.size(); ++i) {
-      if (!started_[i]) remaining += expected_s(job_agents_[i], job_nodes_[i]);
+      if (!started_[i]) remaining += times_.expected_s(job_agents_[i], job_nodes_[i]);
     }
     for (const auto& r : running_) {
       if (r.job.empty()) continue;
-      double expected = expected_s(r.agent, r.nodes);
+      double expected = times_.expected_s(r.agent, r.nodes);
       double so_far = std::chrono::duration<double>(Clock::now() - r.start).count();
       if (r.learner && r.max_steps > 0 && r.step > 0) {
         expected = so_far * static_cast<double>(r.max_steps) / static_cast<double>(r.step);
@@ -269,11 +249,7 @@ class Progress {
   std::vector<double> job_nodes_;
   std::vector<bool> started_;
   std::vector<Running> running_;
-  struct Durations {
-    double seconds = 0;  // of the agent's finished jobs
-    double nodes = 0;    // their graphs' ops, summed
-  };
-  std::map<std::string, Durations> durations_;  // by agent label
+  JobTimeModel times_;  // of the finished jobs
   Clock::time_point start_ = Clock::now();
   Clock::time_point last_line_ = Clock::now();
   std::mutex mutex_;
