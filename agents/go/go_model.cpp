@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "agents/go/segment_attention.h"
 #include "core/op_kind.h"
 
 namespace gopt::agents::go {
@@ -49,16 +50,6 @@ namespace {
 
 torch::Tensor pool(const torch::Tensor& x) {
   return torch::cat({x.mean(0), std::get<0>(x.max(0))}, 0);
-}
-
-// [memory, segment] along dim 1: the memory of segment s is segment s - 1 (zeros for the
-// first), detached.
-torch::Tensor with_memory(const torch::Tensor& segments) {
-  auto memory = torch::cat({torch::zeros_like(segments.slice(0, 0, 1)),
-                            segments.slice(0, 0, segments.size(0) - 1)},
-                           0)
-                    .detach();
-  return torch::cat({memory, segments}, 1);
 }
 
 }  // namespace
@@ -111,12 +102,9 @@ SegmentAttentionLayerImpl::SegmentAttentionLayerImpl(std::int64_t hidden, std::i
   ff2_ = register_module("ff2", torch::nn::Linear(2 * hidden, hidden));
   norm1_ = register_module("norm1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({hidden})));
   norm2_ = register_module("norm2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({hidden})));
-  rel_bias_ = register_parameter("rel_bias", torch::zeros({heads, 3 * segment}));
   // Query i of a segment and key j of [memory, segment]: offset (j - L) - i in
-  // [-2L + 1, L - 1], stored at offset + 2L - 1.
-  auto i = torch::arange(segment, torch::kLong).unsqueeze(1);
-  auto j = torch::arange(2 * segment, torch::kLong).unsqueeze(0);
-  rel_index_ = register_buffer("rel_index", (j - segment) - i + (2 * segment - 1));
+  // [-2L + 1, L - 1], stored at offset + 2L - 1 (segment_attention.h).
+  rel_bias_ = register_parameter("rel_bias", torch::zeros({heads, 3 * segment}));
 }
 
 torch::Tensor SegmentAttentionLayerImpl::forward(const torch::Tensor& x) {
@@ -126,22 +114,11 @@ torch::Tensor SegmentAttentionLayerImpl::forward(const torch::Tensor& x) {
   const auto pad = s * l - n;
   const auto dh = hidden_ / heads_;
   auto seg = torch::constant_pad_nd(x, {0, 0, 0, pad}).view({s, l, hidden_});
-  // Keys and values are projected once per node and the memory is the previous segment's
-  // projections, detached: no gradient reaches the memory (neither its nodes nor, through
-  // it, the projections), and the projection cost is N, not 2N.
-  auto q = (q_(seg) * (1.0 / std::sqrt(static_cast<double>(dh))))
-               .view({s, l, heads_, dh})
-               .permute({0, 2, 1, 3});
-  auto k = with_memory(k_(seg)).view({s, 2 * l, heads_, dh}).permute({0, 2, 1, 3});
-  auto v = with_memory(v_(seg)).view({s, 2 * l, heads_, dh}).permute({0, 2, 1, 3});
-  auto scores = torch::matmul(q, k.transpose(-1, -2));  // [S, heads, L, 2L]
-  // In place: the score tensor is the largest of the policy (N x 2L x heads floats).
-  scores.add_(rel_bias_.index_select(1, rel_index_.flatten()).view({1, heads_, l, 2 * l}));
-  // Masked keys: the first segment has no memory; the last one's padding.
-  scores.select(0, 0).slice(-1, 0, l).fill_(kMaskedLogit);
-  if (pad > 0) scores.select(0, s - 1).slice(-1, 2 * l - pad, 2 * l).fill_(kMaskedLogit);
-  auto attended =
-      torch::matmul(torch::softmax(scores, -1), v).permute({0, 2, 1, 3}).reshape({s, l, hidden_});
+  // Keys and values are projected once per node; a segment's memory is the previous
+  // segment's projections, detached inside segment_attention (no gradient reaches the
+  // memory's nodes nor, through it, the projections), so the projection cost is N, not 2N.
+  auto q = q_(seg) * (1.0 / std::sqrt(static_cast<double>(dh)));
+  auto attended = segment_attention(q, k_(seg), v_(seg), rel_bias_, heads_, n);
   auto y = norm1_(seg + o_(attended));
   y = norm2_(y + ff2_(torch::relu(ff1_(y))));
   return y.reshape({s * l, hidden_}).slice(0, 0, n);

@@ -88,8 +88,7 @@ class SegmentAttentionLayerImpl : public torch::nn::Module {
   torch::nn::Linear q_{nullptr}, k_{nullptr}, v_{nullptr}, o_{nullptr};
   torch::nn::Linear ff1_{nullptr}, ff2_{nullptr};
   torch::nn::LayerNorm norm1_{nullptr}, norm2_{nullptr};
-  torch::Tensor rel_bias_;   ///< [heads, 3L]: bias by offset (key index - query index)
-  torch::Tensor rel_index_;  ///< [L, 2L] int64 into rel_bias_'s last dimension
+  torch::Tensor rel_bias_;  ///< [heads, 3L]: bias by offset (key index - query index)
 };
 TORCH_MODULE(SegmentAttentionLayer);
 

@@ -1,7 +1,8 @@
 // GO policy benchmarks: the forward pass (no gradients, as when placing) on the paper's
 // largest graph (gnmt_8, ~59k ops) and on random DAGs of 10k..80k ops to show it scales
 // linearly; and one full PPO update on gnmt_8 (forward, 16 sampled placements plus the
-// greedy one simulated, 3 epochs of forward and backward). peak_rss_mb is the process's
+// greedy one simulated, 3 epochs of forward and backward); the attention core alone, fused
+// kernel against LibTorch ops. peak_rss_mb is the process's
 // high-water mark so far (sizes run in increasing order).
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
@@ -9,6 +10,7 @@
 #include "agents/go/go_features.h"
 #include "agents/go/go_model.h"
 #include "agents/go/go_ppo.h"
+#include "agents/go/segment_attention.h"
 #include "agents/torch_utils.h"
 #include "datasets/workload_registry.h"
 #include "hardware/profile.h"
@@ -70,6 +72,34 @@ BENCHMARK(BM_GoForwardRandom)
     ->Arg(20000)
     ->Arg(40000)
     ->Arg(80000)
+    ->Unit(benchmark::kMillisecond);
+
+// The attention core of one segment attention layer (default sizes: 64 hidden, 2 heads,
+// segments of 64), forward and backward, on N nodes: LibTorch ops (0) against the fused
+// kernel (1).
+void BM_SegmentAttention(benchmark::State& state) {
+  const std::int64_t n = state.range(0);
+  const bool fused = state.range(1) != 0;
+  const std::int64_t hidden = 64;
+  const std::int64_t heads = 2;
+  const std::int64_t length = 64;
+  const std::int64_t segments = (n + length - 1) / length;
+  torch::manual_seed(1);
+  auto q = torch::randn({segments, length, hidden}).requires_grad_(true);
+  auto k = torch::randn({segments, length, hidden}).requires_grad_(true);
+  auto v = torch::randn({segments, length, hidden}).requires_grad_(true);
+  auto bias = torch::zeros({heads, 3 * length}).requires_grad_(true);
+  auto grad = torch::randn({segments, length, hidden});
+  auto run = fused ? agents::go::segment_attention : agents::go::segment_attention_reference;
+  for (auto _ : state) {
+    auto out = run(q, k, v, bias, heads, n);
+    out.backward(grad);
+  }
+  state.SetItemsProcessed(state.iterations() * n);
+}
+BENCHMARK(BM_SegmentAttention)
+    ->ArgsProduct({{17674, 80000}, {0, 1}})
+    ->ArgNames({"nodes", "fused"})
     ->Unit(benchmark::kMillisecond);
 
 void BM_GoPpoUpdate(benchmark::State& state) {
