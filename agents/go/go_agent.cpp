@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "agents/baselines/tf_default.h"
+#include "agents/go/go_inspect.h"
 #include "agents/torch_utils.h"
 #include "core/errors.h"
 #include "core/rng.h"
@@ -775,6 +776,62 @@ DecisionBase tf_default_base(const Problem& problem, bool single_device) {
   base.decision.placement = tf_default_placement(problem, single_device);
   base.xla_fusion = true;
   return base;
+}
+
+PlacementSpread placement_spread(const std::string& path, const core::CompiledGraph& graph,
+                                 std::int32_t devices) {
+  if (!std::filesystem::exists(path)) throw core::InputError(path, "", "no such file");
+  PlacementSpread spread;
+  GoPolicy policy(nullptr);
+  std::string problem;
+  try {
+    torch::serialize::InputArchive archive;
+    archive.load_from(path);
+    c10::IValue format;
+    if (!archive.try_read("format", format) || !format.isString() ||
+        (format.toStringRef() != kCheckpointFormat && format.toStringRef() != kSnapshotFormat)) {
+      throw core::InputError(path, "format", "not a GO checkpoint or training snapshot");
+    }
+    c10::IValue text;
+    archive.read("options", text);
+    c10::IValue steps;
+    archive.read(format.toStringRef() == kCheckpointFormat ? "steps" : "trained_steps", steps);
+    spread.options = text.toStringRef();
+    spread.updates = steps.toInt();
+    policy = GoPolicy(parse_policy_fields(spread.options, path));
+    torch::serialize::InputArchive policy_archive;
+    archive.read("policy", policy_archive);
+    policy->load(policy_archive);
+  } catch (const c10::Error& e) {
+    problem = e.what_without_backtrace();
+  }
+  if (!problem.empty()) {
+    throw core::InputError(
+        path, "policy",
+        "corrupt GO checkpoint or snapshot: " + problem.substr(0, problem.find('\n')));
+  }
+  if (!policy->options.place()) {
+    throw core::InputError(path, "options", "the policy does not decide placement");
+  }
+  if (devices < 1 || devices > policy->options.max_devices()) {
+    throw core::InputError(path, "options.max_devices",
+                           "the policy places on at most " +
+                               std::to_string(policy->options.max_devices()) + " devices, not " +
+                               std::to_string(devices));
+  }
+  torch::NoGradGuard no_grad;
+  const auto logits =
+      policy->forward(make_graph_tensors(graph), devices).logits.slice(1, 0, devices);
+  const auto probability = torch::softmax(logits, 1);
+  const auto mean = probability.mean(0);
+  const auto std = logits.std(0, /*unbiased=*/false);
+  const auto counts = torch::bincount(logits.argmax(1), {}, devices);
+  for (std::int32_t d = 0; d < devices; ++d) {
+    spread.mean_probability.push_back(mean[d].item<double>());
+    spread.logit_spread.push_back(std[d].item<double>());
+    spread.argmax_ops.push_back(counts[d].item<std::int64_t>());
+  }
+  return spread;
 }
 
 std::unique_ptr<Agent> make_go_agent(const GoOptions& options) {

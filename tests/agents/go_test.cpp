@@ -13,6 +13,7 @@
 #include "agents/compute_threads.h"
 #include "agents/go/go_agent.h"
 #include "agents/go/go_features.h"
+#include "agents/go/go_inspect.h"
 #include "agents/go/go_model.h"
 #include "agents/go/segment_attention.h"
 #include "agents/registry.h"
@@ -245,6 +246,41 @@ class GoCheckpointTest : public ::testing::Test {
   void TearDown() override { gopt::testing::remove_tree(dir_.string()); }
   std::filesystem::path dir_;
 };
+
+// `gopt agents inspect`: a checkpoint's placement distribution per device over a graph's
+// ops. A policy one update from its random start still tells ops apart (its head starts at
+// 3x the usual scale), so the logit spread measures something that can be far from 0.
+TEST_F(GoCheckpointTest, PlacementSpreadMeasuresACheckpointAndNamesABadFile) {
+  testing::ProblemFixture a(parallel_chains(2, 6), "p100x2_pcie", 1);
+  const std::string checkpoint = (dir_ / "go.ckpt").string();
+  AgentRegistry r;
+  register_builtin_agents(r);
+  auto pretrain = r.create("go_pretrain", {{"hidden", "16"},
+                                           {"segment_length", "4"},
+                                           {"max_devices", "4"},
+                                           {"checkpoint", checkpoint}});
+  auto* transferable = dynamic_cast<TransferableAgent*>(pretrain.get());
+  ASSERT_NE(transferable, nullptr);
+  Environment env(a.problem);
+  transferable->train_on_set({&env}, TrainBudget().with_steps(1), nullptr);
+
+  const auto spread = placement_spread(checkpoint, a.compiled, 2);
+  EXPECT_EQ(spread.updates, 1);
+  EXPECT_NE(spread.options.find("hidden=16"), std::string::npos);
+  ASSERT_EQ(spread.mean_probability.size(), 2u);
+  ASSERT_EQ(spread.logit_spread.size(), 2u);
+  ASSERT_EQ(spread.argmax_ops.size(), 2u);
+  EXPECT_NEAR(spread.mean_probability[0] + spread.mean_probability[1], 1.0, 1e-5);
+  EXPECT_EQ(spread.argmax_ops[0] + spread.argmax_ops[1], a.compiled.num_nodes());
+  EXPECT_GT(std::max(spread.logit_spread[0], spread.logit_spread[1]), 0.05);
+
+  const auto not_a_checkpoint = (dir_ / "notes.txt").string();
+  std::ofstream(not_a_checkpoint) << "not a checkpoint\n";
+  const auto message =
+      gopt::testing::error_of([&] { (void)placement_spread(not_a_checkpoint, a.compiled, 2); });
+  EXPECT_TRUE(gopt::testing::contains(message, not_a_checkpoint)) << message;
+  EXPECT_THROW((void)placement_spread(checkpoint, a.compiled, 5), core::InputError);
+}
 
 TEST_F(GoCheckpointTest, PretrainThenZeroShotThenFinetune) {
   testing::ProblemFixture a(parallel_chains(2, 6), "p100x2_pcie", 1);

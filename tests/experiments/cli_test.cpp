@@ -39,6 +39,19 @@ TEST(CliTest, UsageErrorsExitTwoWithUsage) {
   }
 }
 
+TEST(CliTest, AgentsListsAndInspectNamesABadFile) {
+  auto list = run_command(kGopt + " agents");
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_TRUE(contains(list.out, "go_zero_shot")) << list.out;
+  // The policy inspection reads GO checkpoints; anything else is an input error naming it.
+  auto bad = run_command(kGopt + " agents inspect " + kExample + " --graph " + kExample);
+  EXPECT_EQ(bad.exit_code, 1) << bad.err;
+  EXPECT_TRUE(contains(bad.err, kExample)) << bad.err;
+  EXPECT_TRUE(contains(bad.err, "corrupt GO checkpoint or snapshot")) << bad.err;
+  auto missing = run_command(kGopt + " agents inspect --graph " + kExample);
+  EXPECT_EQ(missing.exit_code, 2) << missing.err;
+}
+
 TEST(CliTest, InfoPrintsTheFigures) {
   auto r = run_command(kGopt + " graph info " + kExample);
   ASSERT_EQ(r.exit_code, 0) << r.err;
