@@ -1,5 +1,9 @@
 #include "agents/torch_utils.h"
 
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
+
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -47,6 +51,20 @@ void limit_compute_threads(int threads) {
     reinterpret_cast<SetThreads>(f)(threads);
   }
 }
+
+#if defined(__SSE__)
+// MXCSR bits: flush-to-zero (results) and denormals-are-zero (operands).
+constexpr unsigned int kFlushToZero = 0x8000;
+constexpr unsigned int kDenormalsAreZero = 0x0040;
+
+SubnormalsFlushed::SubnormalsFlushed() : saved_(_mm_getcsr()) {
+  _mm_setcsr(saved_ | kFlushToZero | kDenormalsAreZero);
+}
+SubnormalsFlushed::~SubnormalsFlushed() { _mm_setcsr(saved_); }
+#else
+SubnormalsFlushed::SubnormalsFlushed() = default;
+SubnormalsFlushed::~SubnormalsFlushed() = default;
+#endif
 
 torch::Tensor sample_rows(const torch::Tensor& probs, at::Generator& gen) {
   return torch::multinomial(probs, 1, /*replacement=*/true, gen).squeeze(1);

@@ -174,6 +174,7 @@ class GoAgent final : public TransferableAgent {
     const DecisionBase base = base_for(problem);
     GraphTensors tensors = make_graph_tensors(problem.graph);
     set_priors(tensors, base, problem.graph);
+    const SubnormalsFlushed flushed;
     return greedy_decision(policy_, tensors, problem, base);
   }
 
@@ -382,6 +383,7 @@ class GoAgent final : public TransferableAgent {
   // PPO over `tasks`, cycling through batches of `per_batch` graphs every switch_steps.
   void run_ppo(std::vector<PpoTask>& tasks, std::int64_t per_batch, const TrainBudget& budget,
                std::int64_t cap, TrainingObserver* observer) {
+    const SubnormalsFlushed flushed;  // a trained policy's subnormals cost 6x (torch_utils.h)
     for (const auto& t : tasks) check_devices(t.env->problem());
     PpoTrainer trainer(policy_, *optimizer_, options_.ppo, make_generator(rng_));
     const auto n = static_cast<std::int64_t>(tasks.size());

@@ -85,9 +85,11 @@ constexpr int kLanes = 16;
 
 // exp(x) for x <= 0 in every lane (softmax arguments less the row maximum), as Cephes'
 // expf computes it: x = n ln 2 + r with |r| <= ln 2 / 2, exp(r) by a degree-7 polynomial
-// (about 2 ulp), 2^n through the exponent bits. Arguments below -87 give exp(-87) ~ 1.6e-38
-// instead of less: a weight that small changes no sum.
+// (about 2 ulp), 2^n through the exponent bits. Arguments below -87 give exactly 0, as an
+// underflowing exp does: a subnormal weight would make every product with it take the
+// CPU's slow path.
 [[gnu::always_inline]] inline void exp_nonpositive(F16& x) {
+  const I16 underflow = x < -87.0F;
   x = x < -87.0F ? F16{} - 87.0F : x;
   const F16 y = x * 1.44269504088896341F + 0.5F;
   I16 n = __builtin_convertvector(y, I16);
@@ -105,7 +107,7 @@ constexpr int kLanes = 16;
   const I16 bits = (n + 127) * (1 << 23);
   F16 scale;
   std::memcpy(&scale, &bits, sizeof scale);
-  x = p * scale;
+  x = underflow ? F16{} : p * scale;
 }
 
 // The lanes' sum and maximum, in one fixed order.

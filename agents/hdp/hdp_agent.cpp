@@ -55,6 +55,7 @@ class HdpAgent final : public Agent {
   core::Decision propose(const Problem& problem) override {
     if (trained_on(problem) && best_.placement) return best_;
     setup(problem);
+    const SubnormalsFlushed flushed;  // torch_utils.h
     torch::NoGradGuard no_grad;
     auto groups = grouper_->forward(features_).argmax(1);
     auto group_input = group_features(groups).unsqueeze(1);
@@ -66,6 +67,7 @@ class HdpAgent final : public Agent {
   void train(Environment& env, const TrainBudget& budget, TrainingObserver* observer) override {
     const Problem& problem = env.problem();
     setup(problem);
+    const SubnormalsFlushed flushed;  // torch_utils.h
     auto params = grouper_->parameters();
     for (auto& p : placer_->parameters()) params.push_back(p);
     torch::optim::Adam optimizer(params, torch::optim::AdamOptions(options_.learning_rate));

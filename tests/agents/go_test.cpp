@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <thread>
@@ -138,6 +139,24 @@ TEST(GoPolicyTest, FusedSegmentAttentionMatchesTheReference) {
           << (actual_grads[i] - expected_grads[i]).abs().max().item<float>();
     }
   }
+}
+
+// Half the smallest normal float is subnormal: kept normally, 0 while the guard lives, and
+// kept again after it (the thread's mode restored).
+TEST(GoPolicyTest, SubnormalsAreFlushedOnlyWhileTheGuardLives) {
+#if !defined(__SSE__)
+  GTEST_SKIP() << "flushing subnormals is implemented for x86 (SSE) only";
+#endif
+  auto half_of_smallest = [] {
+    volatile float smallest = std::numeric_limits<float>::min();
+    return smallest * 0.5F;
+  };
+  EXPECT_GT(half_of_smallest(), 0.0F);
+  {
+    const SubnormalsFlushed flushed;
+    EXPECT_EQ(half_of_smallest(), 0.0F);
+  }
+  EXPECT_GT(half_of_smallest(), 0.0F);
 }
 
 TEST(GoPolicyTest, EncoderIsPermutationEquivariant) {
