@@ -142,6 +142,20 @@ GoPolicyOptions parse_policy_fields(const std::string& text, const std::string& 
   return o;
 }
 
+// The policy an archive (checkpoint or training snapshot) records: its "options" text
+// (returned in `options_text`) and its "policy" parameters. LibTorch errors propagate.
+GoPolicy read_policy(torch::serialize::InputArchive& archive, const std::string& path,
+                     std::string& options_text) {
+  c10::IValue text;
+  archive.read("options", text);
+  options_text = text.toStringRef();
+  GoPolicy policy(parse_policy_fields(options_text, path));
+  torch::serialize::InputArchive policy_archive;
+  archive.read("policy", policy_archive);
+  policy->load(policy_archive);
+  return policy;
+}
+
 std::string text_of(double v) {
   std::ostringstream s;
   s << v;
@@ -275,15 +289,10 @@ class GoAgent final : public TransferableAgent {
                                "checkpoint version is not " + std::to_string(kCheckpointVersion) +
                                    ", the version this build reads");
       }
-      c10::IValue text;
-      archive.read("options", text);
       c10::IValue steps;
       archive.read("steps", steps);
-      auto policy_options = parse_policy_fields(text.toStringRef(), path);
-      policy_ = GoPolicy(policy_options);
-      torch::serialize::InputArchive policy_archive;
-      archive.read("policy", policy_archive);
-      policy_->load(policy_archive);
+      std::string options_text;
+      policy_ = read_policy(archive, path, options_text);
       make_optimizer();
       torch::serialize::InputArchive optimizer_archive;
       archive.read("optimizer", optimizer_archive);
@@ -794,16 +803,10 @@ PlacementSpread placement_spread(const std::string& path, const core::CompiledGr
         (format.toStringRef() != kCheckpointFormat && format.toStringRef() != kSnapshotFormat)) {
       throw core::InputError(path, "format", "not a GO checkpoint or training snapshot");
     }
-    c10::IValue text;
-    archive.read("options", text);
     c10::IValue steps;
     archive.read(format.toStringRef() == kCheckpointFormat ? "steps" : "trained_steps", steps);
-    spread.options = text.toStringRef();
     spread.updates = steps.toInt();
-    policy = GoPolicy(parse_policy_fields(spread.options, path));
-    torch::serialize::InputArchive policy_archive;
-    archive.read("policy", policy_archive);
-    policy->load(policy_archive);
+    policy = read_policy(archive, path, spread.options);
   } catch (const c10::Error& e) {
     problem = e.what_without_backtrace();
   }

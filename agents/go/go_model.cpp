@@ -6,13 +6,6 @@
 #include "core/op_kind.h"
 
 namespace gopt::agents::go {
-namespace {
-
-// A finite "minus infinity" for masked logits: exp() underflows to 0 and p * log p stays 0
-// (true -inf would make the entropy NaN).
-constexpr double kMaskedLogit = -1e9;
-
-}  // namespace
 
 std::vector<GoTask> enabled_tasks(const GoPolicyOptions& options) {
   std::vector<GoTask> tasks;

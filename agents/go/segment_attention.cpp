@@ -10,10 +10,6 @@
 namespace gopt::agents::go {
 namespace {
 
-// A finite "minus infinity" for masked logits: exp() underflows to 0 and p * log p stays 0
-// (true -inf would make an entropy NaN).
-constexpr double kMaskedLogit = -1e9;
-
 // [memory, segment] along dim 1: the memory of segment s is segment s - 1 (zeros for the
 // first), detached.
 torch::Tensor with_memory(const torch::Tensor& segments) {
@@ -90,7 +86,7 @@ constexpr int kLanes = 16;
 // CPU's slow path.
 [[gnu::always_inline]] inline void exp_nonpositive(F16& x) {
   const I16 underflow = x < -87.0F;
-  x = x < -87.0F ? F16{} - 87.0F : x;
+  x = underflow ? F16{} - 87.0F : x;
   const F16 y = x * 1.44269504088896341F + 0.5F;
   I16 n = __builtin_convertvector(y, I16);
   n += __builtin_convertvector(n, F16) > y;  // -1 where truncation rounded up: floor

@@ -12,6 +12,10 @@
 
 namespace gopt::agents::go {
 
+/// A finite "minus infinity" for masked logits (devices a cluster lacks, masked attention
+/// keys): exp() underflows to 0 and p * log p stays 0 (true -inf would make an entropy NaN).
+inline constexpr double kMaskedLogit = -1e9;
+
 /// softmax(q k^T + bias) v over segments. q, k, v: [S, L, hidden] projections of S segments
 /// of L nodes in topological order, node s * L + i at [s][i]; the first `valid` nodes are
 /// real and the rest padding. `heads` split hidden into contiguous column blocks of
