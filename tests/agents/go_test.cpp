@@ -20,6 +20,7 @@
 #include "agents/registry.h"
 #include "agents/torch_utils.h"
 #include "core/errors.h"
+#include "datasets/workload_registry.h"
 #include "tests/agents/agents_test_util.h"
 #include "tests/support/expect_error.h"
 #include "tests/support/files.h"
@@ -299,6 +300,37 @@ TEST_F(GoCheckpointTest, PlacementSpreadMeasuresACheckpointAndNamesABadFile) {
       gopt::testing::error_of([&] { (void)placement_spread(not_a_checkpoint, a.compiled, 2); });
   EXPECT_TRUE(gopt::testing::contains(message, not_a_checkpoint)) << message;
   EXPECT_THROW((void)placement_spread(checkpoint, a.compiled, 5), core::InputError);
+}
+
+// The policy keeps telling ops apart while it trains at the default learning rate. At
+// 3e-3 (the default before 2026-11-22), Adam's first, sign-like steps moved the whole
+// network at once: five updates on rnnlm_2 put every op on one device (p = 0.98, logit
+// spread 0.2-0.4), and longer runs left a constant function of the input
+// (docs/agents.md "Learning rate"). At 3e-4 five updates keep spreads of 1.4-2.2 and
+// several devices in the greedy placement.
+TEST_F(GoCheckpointTest, DefaultTrainingKeepsThePolicyConditionedOnTheOp) {
+  datasets::WorkloadRegistry workloads;
+  datasets::register_builtin_workloads(workloads);
+  testing::ProblemFixture f(workloads.generate("rnnlm_2"), "p100x4_pcie", 1);
+  const std::string checkpoint = (dir_ / "go.ckpt").string();
+  AgentRegistry r;
+  register_builtin_agents(r);
+  auto pretrain = r.create("go_pretrain", {{"checkpoint", checkpoint}, {"seed", "1"}});
+  auto* transferable = dynamic_cast<TransferableAgent*>(pretrain.get());
+  ASSERT_NE(transferable, nullptr);
+  Environment env(f.problem);
+  transferable->train_on_set({&env}, TrainBudget().with_steps(5), nullptr);
+
+  const auto spread = placement_spread(checkpoint, f.compiled, 4);
+  ASSERT_EQ(spread.updates, 5);
+  double widest = 0;
+  int used = 0;
+  for (int d = 0; d < 4; ++d) {
+    widest = std::max(widest, spread.logit_spread[static_cast<std::size_t>(d)]);
+    used += spread.argmax_ops[static_cast<std::size_t>(d)] > 0;
+  }
+  EXPECT_GT(widest, 1.0);
+  EXPECT_GE(used, 2) << "the greedy placement puts every op on one device";
 }
 
 TEST_F(GoCheckpointTest, PretrainThenZeroShotThenFinetune) {
