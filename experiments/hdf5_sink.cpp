@@ -312,15 +312,20 @@ RunResult read_result(const std::string& file, hid_t group, const std::string& n
     if (a.has("op_times")) r.op_times = a.string("op_times");  // absent before it existed
     if (a.has("op_times_in_sample")) r.op_times_in_sample = a.int64("op_times_in_sample") != 0;
   }
-  try {
-    auto options = nlohmann::json::parse(a.string("options"));
-    for (auto it = options.begin(); it != options.end(); ++it) {
-      r.options[it.key()] = it.value().get<std::string>();
+  auto read_options = [&](const char* attribute, std::map<std::string, std::string>& out) {
+    try {
+      auto options = nlohmann::json::parse(a.string(attribute));
+      for (auto it = options.begin(); it != options.end(); ++it) {
+        out[it.key()] = it.value().get<std::string>();
+      }
+    } catch (const nlohmann::json::exception& e) {
+      fail(file, name,
+           std::string("attribute '") + attribute + "': expected a JSON object of strings (" +
+               e.what() + ")");
     }
-  } catch (const nlohmann::json::exception& e) {
-    fail(file, name,
-         std::string("attribute 'options': expected a JSON object of strings (") + e.what() + ")");
-  }
+  };
+  read_options("options", r.options);
+  if (a.has("resolved_options")) read_options("resolved_options", r.resolved_options);
   if (has_link(group, "decision")) {
     Handle d = check(H5Gopen2(group, "decision", H5P_DEFAULT), H5Gclose, file, name + "/decision",
                      "cannot open the group");
@@ -523,6 +528,9 @@ void Hdf5Sink::write(const RunResult& r) {
   w.attr("wall_s", r.wall_s);
   w.attr("samples", r.samples);
   w.attr("options", nlohmann::json(r.options).dump());
+  if (!r.resolved_options.empty()) {
+    w.attr("resolved_options", nlohmann::json(r.resolved_options).dump());
+  }
   if (r.measured_step_time_s >= 0) {
     w.attr("measured_step_time_s", r.measured_step_time_s);
     w.attr("measured_backend", r.measured_backend);

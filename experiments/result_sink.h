@@ -53,6 +53,9 @@ struct RunResult {
   std::vector<std::int64_t> device_peak_memory_bytes;      ///< per device, bytes
   std::vector<agents::LearningCurvePoint> learning_curve;  ///< one point per update
   std::map<std::string, std::string> options;  ///< the agent's options as given in the config
+  /// Every option of the agent with the value it ran with (given or default); empty when
+  /// read from a file written before it was recorded (2026-11-22).
+  std::map<std::string, std::string> resolved_options;
   /// Simulator validation (`gopt validate`): the decision's step time measured on a real
   /// backend, seconds (median of the timed steps); < 0 when not measured. Then
   /// best_step_time_s is the simulated time of the same decision.

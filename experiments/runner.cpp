@@ -324,9 +324,21 @@ struct Shared {
   std::map<std::string, core::CompiledGraph> graphs;  // by workload label
 };
 
-// The result row of `job` for the decision `agent` proposes after training in `env`.
+// Every option of agent `type`: `used` (what it was created with) over the defaults, so a
+// results file says what ran even after a default changes.
+std::map<std::string, std::string> resolved_options(
+    const Shared& shared, const std::string& type, const std::map<std::string, std::string>& used) {
+  std::map<std::string, std::string> all;
+  for (const auto& spec : shared.registry.info(type).options) all[spec.name] = spec.default_value;
+  for (const auto& [key, value] : used) all[key] = value;
+  return all;
+}
+
+// The result row of `job` for the decision `agent` (created with options `used`) proposes
+// after training in `env`.
 RunResult result_of(const Shared& shared, const Job& job, agents::Agent& agent,
-                    agents::Environment& env, Clock::time_point start) {
+                    const std::map<std::string, std::string>& used, agents::Environment& env,
+                    Clock::time_point start) {
   const core::CompiledGraph& graph = env.problem().graph;
   RunResult r;
   r.key = job.key;
@@ -339,6 +351,7 @@ RunResult result_of(const Shared& shared, const Job& job, agents::Agent& agent,
   r.num_nodes = graph.num_nodes();
   r.num_devices = shared.cluster.num_devices();
   r.options = job.agent->options;
+  r.resolved_options = resolved_options(shared, job.agent->type, used);
   // A learned agent: one that trains, or one that applies a pretrained policy.
   r.learner = agent.is_learner() || transfer_role(job.agent->type) != TransferRole::kNone;
   r.decision = agent.propose(env.problem());
@@ -414,7 +427,7 @@ RunResult run_job(const Shared& shared, const Job& job, CurveRecorder& recorder,
     agent->set_snapshots(snapshots);
     agent->train(env, job.agent->budget, &recorder);
   }
-  return result_of(shared, job, *agent, env, start);
+  return result_of(shared, job, *agent, options, env, start);
 }
 
 std::string result_line(const RunResult& r) {
@@ -493,7 +506,8 @@ void pretrain(const Shared& shared, const std::vector<Job>& pending, ResultSink&
       for (const auto* j : unit.group) {
         const auto index = static_cast<std::size_t>(
             std::find(training.begin(), training.end(), j->workload) - training.begin());
-        RunResult result = result_of(shared, *j, *agent, *environments[index], start);
+        RunResult result =
+            result_of(shared, *j, *agent, agent_options, *environments[index], start);
         result.learning_curve = recorder.curve;
         std::lock_guard<std::mutex> lock(io);
         sink.write(result);

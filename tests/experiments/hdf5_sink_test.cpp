@@ -54,6 +54,7 @@ RunResult sample_result(const std::string& agent, std::uint64_t seed, bool learn
     r.learning_curve.push_back({2, 8, 0.0123456789, 0.02, 0.2});
   }
   r.options = {{"learning_rate", "0.05"}, {"seed", "3"}};
+  if (learner) r.resolved_options = {{"learning_rate", "0.05"}, {"seed", "3"}, {"clip", "0.2"}};
   return r;
 }
 
@@ -103,6 +104,7 @@ void expect_same(const RunResult& a, const RunResult& b) {
     EXPECT_EQ(a.learning_curve[i].wall_s, b.learning_curve[i].wall_s);
   }
   EXPECT_EQ(a.options, b.options);
+  EXPECT_EQ(a.resolved_options, b.resolved_options);
 }
 
 std::string error_of(const fs::path& path) {

@@ -154,7 +154,11 @@ TEST(RunCommandTest, RunsAndJobsDoNotChangeResults) {
     EXPECT_EQ(r.learner, r.key.agent == "hdp");
     if (r.learner) {
       EXPECT_EQ(r.learning_curve.size(), 3u);
+      // Every option is recorded with the value it ran with, defaults included.
+      EXPECT_EQ(r.resolved_options.count("learning_rate"), 1u);
+      EXPECT_GT(r.resolved_options.size(), r.options.size());
     }
+    for (const auto& [key, value] : r.options) EXPECT_EQ(r.resolved_options.at(key), value);
     EXPECT_GT(r.best_step_time_s, 0);
   }
 
