@@ -643,8 +643,14 @@ std::vector<OptionSpec> policy_specs() {
   };
 }
 
-std::vector<OptionSpec> ppo_specs() {
-  const PpoOptions d;
+// Fine-tuning's learning rate: at most 50 updates gain from larger steps than training
+// from scratch, and a policy pretrained at 3e-4 still tells ops apart (docs/agents.md
+// "Learning rate": held-out graphs after 100 pretraining and 50 fine-tuning updates).
+constexpr double kFinetuneLearningRate = 3e-3;
+
+std::vector<OptionSpec> ppo_specs(double learning_rate = PpoOptions().learning_rate) {
+  PpoOptions d;
+  d.learning_rate = learning_rate;
   return {
       {"samples_per_step", OptionType::kInt, std::to_string(d.samples_per_step),
        "placements sampled per update"},
@@ -888,7 +894,8 @@ void register_go(AgentRegistry& registry) {
                 }});
   registry.add({"go_finetune",
                 "GO pretrained (checkpoint), fine-tuned with PPO on a held-out graph", true,
-                concat(ppo_specs(), checkpoint_in, finetune), [](const AgentOptions& o) {
+                concat(ppo_specs(kFinetuneLearningRate), checkpoint_in, finetune),
+                [](const AgentOptions& o) {
                   GoOptions g;
                   g.mode = GoMode::kFinetune;
                   read_ppo(o, g);
