@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <random>
 #include <thread>
@@ -264,6 +265,20 @@ class GoCheckpointTest : public ::testing::Test {
     std::filesystem::create_directories(dir_);
   }
   void TearDown() override { gopt::testing::remove_tree(dir_.string()); }
+
+  // Pretrains go_pretrain with `options` on `problem` for `steps` updates; it writes its
+  // checkpoint where options["checkpoint"] says.
+  static void pretrain(const Problem& problem, const std::map<std::string, std::string>& options,
+                       std::int64_t steps) {
+    AgentRegistry r;
+    register_builtin_agents(r);
+    auto agent = r.create("go_pretrain", options);
+    auto* transferable = dynamic_cast<TransferableAgent*>(agent.get());
+    ASSERT_NE(transferable, nullptr);
+    Environment env(problem);
+    transferable->train_on_set({&env}, TrainBudget().with_steps(steps), nullptr);
+  }
+
   std::filesystem::path dir_;
 };
 
@@ -273,16 +288,10 @@ class GoCheckpointTest : public ::testing::Test {
 TEST_F(GoCheckpointTest, PlacementSpreadMeasuresACheckpointAndNamesABadFile) {
   testing::ProblemFixture a(parallel_chains(2, 6), "p100x2_pcie", 1);
   const std::string checkpoint = (dir_ / "go.ckpt").string();
-  AgentRegistry r;
-  register_builtin_agents(r);
-  auto pretrain = r.create("go_pretrain", {{"hidden", "16"},
-                                           {"segment_length", "4"},
-                                           {"max_devices", "4"},
-                                           {"checkpoint", checkpoint}});
-  auto* transferable = dynamic_cast<TransferableAgent*>(pretrain.get());
-  ASSERT_NE(transferable, nullptr);
-  Environment env(a.problem);
-  transferable->train_on_set({&env}, TrainBudget().with_steps(1), nullptr);
+  ASSERT_NO_FATAL_FAILURE(pretrain(
+      a.problem,
+      {{"hidden", "16"}, {"segment_length", "4"}, {"max_devices", "4"}, {"checkpoint", checkpoint}},
+      1));
 
   const auto spread = placement_spread(checkpoint, a.compiled, 2);
   EXPECT_EQ(spread.updates, 1);
@@ -313,13 +322,7 @@ TEST_F(GoCheckpointTest, DefaultTrainingKeepsThePolicyConditionedOnTheOp) {
   datasets::register_builtin_workloads(workloads);
   testing::ProblemFixture f(workloads.generate("rnnlm_2"), "p100x4_pcie", 1);
   const std::string checkpoint = (dir_ / "go.ckpt").string();
-  AgentRegistry r;
-  register_builtin_agents(r);
-  auto pretrain = r.create("go_pretrain", {{"checkpoint", checkpoint}, {"seed", "1"}});
-  auto* transferable = dynamic_cast<TransferableAgent*>(pretrain.get());
-  ASSERT_NE(transferable, nullptr);
-  Environment env(f.problem);
-  transferable->train_on_set({&env}, TrainBudget().with_steps(5), nullptr);
+  ASSERT_NO_FATAL_FAILURE(pretrain(f.problem, {{"checkpoint", checkpoint}, {"seed", "1"}}, 5));
 
   const auto spread = placement_spread(checkpoint, f.compiled, 4);
   ASSERT_EQ(spread.updates, 5);
