@@ -93,15 +93,19 @@ std::map<std::string, std::int64_t> policy_fields(const GoPolicyOptions& o) {
           {"fuse", o.fuse() ? 1 : 0},
           {"task_layers", o.task_layers() ? 1 : 0},
           {"priority_levels", o.priority_levels()},
-          {"fusion_levels", o.fusion_levels()}};
+          {"fusion_levels", o.fusion_levels()},
+          {"features", kNumericFeatures}};
 }
 
-// Fields added after the first checkpoints (multi-task GO); older files lack them and hold
-// a placement-only policy, which is what their defaults describe.
+// Fields added after the first checkpoints (multi-task GO, the feature count); older files
+// lack them and hold a placement-only policy, which is what their defaults describe.
 bool optional_field(const std::string& key) {
   return key == "place" || key == "schedule" || key == "fuse" || key == "task_layers" ||
-         key == "priority_levels" || key == "fusion_levels";
+         key == "priority_levels" || key == "fusion_levels" || key == "features";
 }
+
+// Node features per op of the policies written before the count was recorded.
+constexpr std::int64_t kFeaturesBeforeMemoryColumns = 20;
 
 GoPolicyOptions parse_policy_fields(const std::string& text, const std::string& path) {
   std::map<std::string, std::int64_t> values;
@@ -122,7 +126,14 @@ GoPolicyOptions parse_policy_fields(const std::string& text, const std::string& 
     if (!optional_field(key)) {
       throw core::InputError(path, "options", "the checkpoint does not record '" + key + "'");
     }
-    values[key] = value;
+    values[key] = key == "features" ? kFeaturesBeforeMemoryColumns : value;
+  }
+  if (values["features"] != kNumericFeatures) {
+    throw core::InputError(path, "options.features",
+                           "the policy reads " + std::to_string(values["features"]) +
+                               " features per op and this build computes " +
+                               std::to_string(kNumericFeatures) +
+                               " (a GO policy from before 2026-11-22: pretrain it again)");
   }
   o.hidden(values["hidden"])
       .kind_embedding(values["kind_embedding"])
@@ -643,11 +654,6 @@ std::vector<OptionSpec> policy_specs() {
   };
 }
 
-// Fine-tuning's learning rate: at most 50 updates gain from larger steps than training
-// from scratch, and a policy pretrained at 3e-4 still tells ops apart (docs/agents.md
-// "Learning rate": held-out graphs after 100 pretraining and 50 fine-tuning updates).
-constexpr double kFinetuneLearningRate = 3e-3;
-
 std::vector<OptionSpec> ppo_specs(double learning_rate = PpoOptions().learning_rate) {
   PpoOptions d;
   d.learning_rate = learning_rate;
@@ -892,17 +898,16 @@ void register_go(AgentRegistry& registry) {
                   g.switch_steps = std::max<std::int64_t>(1, o.get_int("switch_steps"));
                   return make_go_agent(g);
                 }});
-  registry.add({"go_finetune",
-                "GO pretrained (checkpoint), fine-tuned with PPO on a held-out graph", true,
-                concat(ppo_specs(kFinetuneLearningRate), checkpoint_in, finetune),
-                [](const AgentOptions& o) {
-                  GoOptions g;
-                  g.mode = GoMode::kFinetune;
-                  read_ppo(o, g);
-                  g.checkpoint = o.get_string("checkpoint");
-                  g.finetune_steps = std::max<std::int64_t>(0, o.get_int("finetune_steps"));
-                  return make_go_agent(g);
-                }});
+  registry.add(
+      {"go_finetune", "GO pretrained (checkpoint), fine-tuned with PPO on a held-out graph", true,
+       concat(ppo_specs(kSearchLearningRate), checkpoint_in, finetune), [](const AgentOptions& o) {
+         GoOptions g;
+         g.mode = GoMode::kFinetune;
+         read_ppo(o, g);
+         g.checkpoint = o.get_string("checkpoint");
+         g.finetune_steps = std::max<std::int64_t>(0, o.get_int("finetune_steps"));
+         return make_go_agent(g);
+       }});
   registry.add({"go_zero_shot",
                 "GO pretrained (checkpoint), applied greedily to a held-out graph with no "
                 "training",
@@ -928,14 +933,15 @@ void register_go(AgentRegistry& registry) {
       {"go_multitask", true, true, true, "placement, scheduling and fusion jointly"},
   };
   for (const auto& v : kVariants) {
-    registry.add(
-        {v.name,
-         std::string("multi-task GO (one recurrent attention layer per task) for ") + v.what +
-             "; tasks it does not decide keep TensorFlow's default (expert "
-             "placement, FIFO scheduling, XLA-style fusion)",
-         true, concat(policy_specs(), ppo_specs(), task_specs()), [v](const AgentOptions& o) {
-           return make_go_agent(read_multitask(o, v.name, v.place, v.schedule, v.fuse));
-         }});
+    registry.add({v.name,
+                  std::string("multi-task GO (one recurrent attention layer per task) for ") +
+                      v.what +
+                      "; tasks it does not decide keep TensorFlow's default (expert "
+                      "placement, FIFO scheduling, XLA-style fusion)",
+                  true, concat(policy_specs(), ppo_specs(kSearchLearningRate), task_specs()),
+                  [v](const AgentOptions& o) {
+                    return make_go_agent(read_multitask(o, v.name, v.place, v.schedule, v.fuse));
+                  }});
   }
 }
 

@@ -30,6 +30,12 @@ namespace gopt::agents::go {
 
 enum class GoMode { kOne, kPretrain, kFinetune, kZeroShot };
 
+/// The default learning rate of the agents that search around a given start for a short
+/// budget: go_finetune (a pretrained policy, at most 50 updates) and the multi-task agents
+/// (the default pipeline's priors). Training from scratch (go_one, go_pretrain) uses
+/// PpoOptions::learning_rate, 3e-4 (docs/agents.md "Learning rate").
+inline constexpr double kSearchLearningRate = 3e-3;
+
 struct GoOptions {
   GoMode mode = GoMode::kOne;
   GoPolicyOptions policy;

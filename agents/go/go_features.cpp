@@ -68,6 +68,12 @@ GraphTensors make_graph_tensors(const core::CompiledGraph& graph) {
   }
 
   const double position_scale = n > 1 ? 1.0 / static_cast<double>(n - 1) : 0.0;
+  double total_bytes = 0;
+  for (NodeId v = 0; v < graph.num_nodes(); ++v) {
+    const auto i = static_cast<std::size_t>(v);
+    total_bytes += static_cast<double>(graph.output_bytes()[i] + graph.param_bytes()[i]);
+  }
+  const float graph_scale = static_cast<float>(std::log2(1.0 + total_bytes / (1 << 30)) / 4.0);
   for (std::int64_t p = 0; p < n; ++p) {
     const NodeId v = order[static_cast<std::size_t>(p)];
     const auto i = static_cast<std::size_t>(v);
@@ -96,6 +102,12 @@ GraphTensors make_graph_tensors(const core::CompiledGraph& graph) {
       f[p][12 + 2 * k] = static_cast<float>(std::sin(angle));
       f[p][13 + 2 * k] = static_cast<float>(std::cos(angle));
     }
+    // Memory, not standardised, columns 20..21.
+    f[p][20] = graph_scale;
+    f[p][21] = static_cast<float>(
+        std::log2(1.0 + static_cast<double>(graph.output_bytes()[i] + graph.param_bytes()[i]) /
+                            (1 << 20)) /
+        8.0);
   }
   auto standardised = t.numeric.slice(1, 0, 7);
   auto mean = standardised.mean(0, true);

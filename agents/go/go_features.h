@@ -5,9 +5,12 @@
 // Features per node (docs/agents.md "GO"): the op kind (an index, embedded by the policy);
 // log-scaled FLOPs, bytes read, output bytes and parameter bytes, log in/out degree and
 // the layer index, standardised per graph so that graphs of very different sizes look
-// alike; the phase (forward/backward/update) one-hot; and the topological position in
+// alike; the phase (forward/backward/update) one-hot; the topological position in
 // [0, 1] with sinusoids of it at four frequencies, which let a linear head express
-// contiguous, pipeline-like partitions.
+// contiguous, pipeline-like partitions; and two memory columns that are not standardised,
+// the graph's total memory (log2 of 1 + GiB, / 4) and the op's own (log2 of 1 + MiB, / 8),
+// so that a graph larger than the training graphs, or an op heavier than its neighbours
+// in absolute terms, looks it (docs/agents.md "Learning rate": zero-shot memory).
 #pragma once
 
 #include <torch/torch.h>
@@ -19,7 +22,7 @@
 namespace gopt::agents::go {
 
 /// Number of numeric feature columns per node.
-inline constexpr std::int64_t kNumericFeatures = 7 + 4 + 1 + 8;
+inline constexpr std::int64_t kNumericFeatures = 7 + 4 + 1 + 8 + 2;
 
 struct GraphTensors {
   std::int64_t num_nodes = 0;

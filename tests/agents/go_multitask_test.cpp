@@ -164,6 +164,7 @@ double train_on(const TaskGraph& t, const std::string& profile, bool place, bool
   GoOptions o;
   o.policy = task_options(place, schedule, fuse);
   o.ppo.samples_per_step = 8;
+  o.ppo.learning_rate = kSearchLearningRate;  // the multi-task agents' default
   o.seed = 1;
   o.name = "go_test";
   const core::Decision baseline = t.baseline;
