@@ -97,8 +97,9 @@ std::map<std::string, std::int64_t> policy_fields(const GoPolicyOptions& o) {
           {"features", kNumericFeatures}};
 }
 
-// Fields added after the first checkpoints (multi-task GO, the feature count); older files
-// lack them and hold a placement-only policy, which is what their defaults describe.
+// Fields added after the first checkpoints: the multi-task ones (older files hold a
+// placement-only policy, which is what their defaults describe) and the feature count (an
+// older file's policy reads kFeaturesBeforeMemoryColumns).
 bool optional_field(const std::string& key) {
   return key == "place" || key == "schedule" || key == "fuse" || key == "task_layers" ||
          key == "priority_levels" || key == "fusion_levels" || key == "features";

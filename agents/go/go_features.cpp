@@ -102,9 +102,9 @@ GraphTensors make_graph_tensors(const core::CompiledGraph& graph) {
       f[p][12 + 2 * k] = static_cast<float>(std::sin(angle));
       f[p][13 + 2 * k] = static_cast<float>(std::cos(angle));
     }
-    // Memory, not standardised, columns 20..21.
-    f[p][20] = graph_scale;
-    f[p][21] = static_cast<float>(
+    // Memory, not standardised.
+    f[p][kGraphMemoryColumn] = graph_scale;
+    f[p][kOpMemoryColumn] = static_cast<float>(
         std::log2(1.0 + static_cast<double>(graph.output_bytes()[i] + graph.param_bytes()[i]) /
                             (1 << 20)) /
         8.0);

@@ -23,6 +23,9 @@ namespace gopt::agents::go {
 
 /// Number of numeric feature columns per node.
 inline constexpr std::int64_t kNumericFeatures = 7 + 4 + 1 + 8 + 2;
+/// The two memory columns (not standardised): the graph's total and the op's own.
+inline constexpr std::int64_t kGraphMemoryColumn = kNumericFeatures - 2;
+inline constexpr std::int64_t kOpMemoryColumn = kNumericFeatures - 1;
 
 struct GraphTensors {
   std::int64_t num_nodes = 0;

@@ -170,17 +170,17 @@ TEST(GoPolicyTest, MemoryFeaturesAreNotStandardised) {
   const auto large = core::CompiledGraph::compile(parallel_chains(2, 40));
   const auto a = make_graph_tensors(small);
   const auto b = make_graph_tensors(large);
-  const auto graph_a = a.numeric.select(1, kNumericFeatures - 2);
-  const auto graph_b = b.numeric.select(1, kNumericFeatures - 2);
+  const auto graph_a = a.numeric.select(1, kGraphMemoryColumn);
+  const auto graph_b = b.numeric.select(1, kGraphMemoryColumn);
   EXPECT_TRUE(torch::all(graph_a.eq(graph_a[0])).item<bool>());
   EXPECT_TRUE(torch::all(graph_b.eq(graph_b[0])).item<bool>());
   EXPECT_GT(graph_b[0].item<float>(), graph_a[0].item<float>());
-  // Position 0 of each is a node of the same shape (a chain's first op); its own memory
-  // column does not depend on the rest of the graph, unlike the standardised ones.
+  // Every op's own memory column is a function of its bytes alone, not of the rest of the
+  // graph (unlike the standardised columns).
   auto own = [](const GraphTensors& t, const core::CompiledGraph& g, std::int64_t p) {
     const auto v = static_cast<std::size_t>(t.order[p].item<std::int64_t>());
     const double mib = static_cast<double>(g.output_bytes()[v] + g.param_bytes()[v]) / (1 << 20);
-    EXPECT_NEAR(t.numeric[p][kNumericFeatures - 1].item<float>(), std::log2(1.0 + mib) / 8.0, 1e-6);
+    EXPECT_NEAR(t.numeric[p][kOpMemoryColumn].item<float>(), std::log2(1.0 + mib) / 8.0, 1e-6);
   };
   for (std::int64_t p = 0; p < a.num_nodes; ++p) own(a, small, p);
   for (std::int64_t p = 0; p < b.num_nodes; ++p) own(b, large, p);
