@@ -181,7 +181,9 @@ class GoAgent final : public TransferableAgent {
   std::string name() const override {
     return options_.name.empty() ? mode_name(options_.mode) : options_.name;
   }
-  bool is_learner() const override { return options_.mode != GoMode::kZeroShot; }
+  // Zero-shot too: it does not learn, but it simulates the greedy placement (and its memory
+  // repairs) on the environment, so that the samples it took are counted.
+  bool is_learner() const override { return true; }
   std::string checkpoint_path() const override { return options_.checkpoint; }
 
   core::Decision propose(const Problem& problem) override {
@@ -207,6 +209,7 @@ class GoAgent final : public TransferableAgent {
   void train(Environment& env, const TrainBudget& budget, TrainingObserver* observer) override {
     switch (options_.mode) {
       case GoMode::kZeroShot:
+        place_zero_shot(env);
         return;
       case GoMode::kPretrain:
         train_on_set({&env}, budget, observer);
@@ -337,6 +340,22 @@ class GoAgent final : public TransferableAgent {
       base.xla_fusion = false;
     }
     return base;
+  }
+
+  // The greedy placement of the loaded policy, moved into memory if it does not fit
+  // (memory_fitting_decision); no parameter changes.
+  void place_zero_shot(Environment& env) {
+    if (!policy_) load_checkpoint();
+    const Problem& problem = env.problem();
+    check_devices(problem);
+    const DecisionBase base = base_for(problem);
+    GraphTensors tensors = make_graph_tensors(problem.graph);
+    set_priors(tensors, base, problem.graph);
+    const SubnormalsFlushed flushed;
+    best_[&problem.graph] = {
+        problem.num_devices(),
+        memory_fitting_decision(policy_, tensors, env, base, options_.memory_repairs,
+                                options_.ppo.exploration_block)};
   }
 
   void add_task(std::vector<PpoTask>& tasks, Environment& env) const {
@@ -909,13 +928,19 @@ void register_go(AgentRegistry& registry) {
          g.finetune_steps = std::max<std::int64_t>(0, o.get_int("finetune_steps"));
          return make_go_agent(g);
        }});
+  const std::vector<OptionSpec> zero_shot = {
+      {"memory_repairs", OptionType::kInt, std::to_string(d.memory_repairs),
+       "when the greedy placement runs out of memory, at most this many re-placements that "
+       "move the ops the policy is least sure of off the full devices (0: greedy only)"},
+  };
   registry.add({"go_zero_shot",
                 "GO pretrained (checkpoint), applied greedily to a held-out graph with no "
-                "training",
-                false, checkpoint_in, [](const AgentOptions& o) {
+                "training (moved into memory if it does not fit)",
+                false, concat(checkpoint_in, zero_shot), [](const AgentOptions& o) {
                   GoOptions g;
                   g.mode = GoMode::kZeroShot;
                   g.checkpoint = o.get_string("checkpoint");
+                  g.memory_repairs = std::max<std::int64_t>(0, o.get_int("memory_repairs"));
                   return make_go_agent(g);
                 }});
 

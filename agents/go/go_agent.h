@@ -6,7 +6,8 @@
 //                 checkpoint;
 //   go_finetune   loads a checkpoint and fine-tunes on a held-out graph (at most
 //                 `finetune_steps` updates, 50 by default as in the paper);
-//   go_zero_shot  loads a checkpoint and places a held-out graph greedily, no training.
+//   go_zero_shot  loads a checkpoint and places a held-out graph greedily, no training (a
+//                 placement that runs out of memory is moved into memory, `memory_repairs`).
 // Multi-task GO (paper section 3.3, issue #9) is the same agent with more tasks: one
 // recurrent attention layer per task (go_model.h), trained from scratch on one graph on the
 // joint reward; the tasks it does not decide keep TensorFlow's default (tf_default_base):
@@ -43,9 +44,12 @@ struct GoOptions {
   std::int64_t graphs_per_batch = 0;  ///< pretraining: graphs trained together (0: all)
   std::int64_t switch_steps = 1000;   ///< pretraining: updates before the next batch (paper)
   std::int64_t finetune_steps = 50;   ///< fine-tuning: at most this many updates (paper: <50)
-  std::string checkpoint;             ///< written (pretrain) or read (finetune, zero-shot)
-  std::uint64_t seed = 0;             ///< mixed with the problem seed
-  std::string name;                   ///< agent name (empty: the mode's, e.g. go_one)
+  /// Zero-shot: at most this many re-placements to move a greedy placement that runs out of
+  /// memory into memory (memory_fitting_decision; 0: the greedy placement as it is).
+  std::int64_t memory_repairs = 20;
+  std::string checkpoint;  ///< written (pretrain) or read (finetune, zero-shot)
+  std::uint64_t seed = 0;  ///< mixed with the problem seed
+  std::string name;        ///< agent name (empty: the mode's, e.g. go_one)
   /// What decisions keep for the tasks the policy does not decide (empty: every op on
   /// device 0, FIFO, no fusion). The multi-task variants use tf_default_base.
   std::function<DecisionBase(const Problem&)> base;

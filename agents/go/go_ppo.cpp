@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "agents/baselines/tf_default.h"
 #include "agents/placement_utils.h"
@@ -76,6 +77,145 @@ core::Decision greedy_decision(GoPolicy& policy, const GraphTensors& tensors,
   TaskActions actions;
   for (auto task : enabled_tasks(policy->options)) actions.of(task) = out.of(task).argmax(1);
   return task_decision(actions, tensors, problem.graph, base);
+}
+
+core::Decision memory_fitting_decision(GoPolicy& policy, const GraphTensors& tensors,
+                                       Environment& env, const DecisionBase& base,
+                                       std::int64_t max_repairs, std::int64_t block,
+                                       MemoryRepair* report) {
+  torch::NoGradGuard no_grad;
+  const Problem& problem = env.problem();
+  const auto devices = static_cast<std::int64_t>(problem.num_devices());
+  auto out = policy->forward(tensors, problem.num_devices());
+  TaskActions actions;
+  for (auto task : enabled_tasks(policy->options)) actions.of(task) = out.of(task).argmax(1);
+  MemoryRepair repair;
+  core::Decision greedy = task_decision(actions, tensors, problem.graph, base);
+  Evaluation evaluation = env.evaluate(greedy);
+  ++repair.simulations;
+  repair.fits = !evaluation.oom;
+  if (!evaluation.oom || !actions.placement.defined() || max_repairs <= 0) {
+    if (report) *report = repair;
+    return greedy;
+  }
+  const std::int64_t n = tensors.num_nodes;
+  const auto D = static_cast<std::size_t>(devices);
+  const auto log_p = out.logits.slice(1, 0, devices).to(torch::kDouble).contiguous();
+  const double* lp = log_p.data_ptr<double>();
+  const auto mask = tensors.action_mask.contiguous();
+  const float* decides = mask.data_ptr<float>();
+  const auto order_tensor = tensors.order.contiguous();
+  const std::int64_t* order = order_tensor.data_ptr<std::int64_t>();
+  const auto layer_tensor = tensors.layer.contiguous();
+  const std::int64_t* layer = layer_tensor.data_ptr<std::int64_t>();
+  const auto& params = problem.graph.param_bytes();
+  const auto& outputs = problem.graph.output_bytes();
+  // Groups that move together, as in exploration: a layer, or a block of positions.
+  block = std::max<std::int64_t>(1, std::min(block, n / (4 * devices)));
+  const std::int64_t num_groups = tensors.num_layers + (n + block - 1) / block;
+  auto group_of = [&](std::int64_t p) {
+    return layer[p] >= 0 ? layer[p] : tensors.num_layers + p / block;
+  };
+  const auto greedy_placement = actions.placement.contiguous();
+  std::vector<std::int64_t> choice(greedy_placement.data_ptr<std::int64_t>(),
+                                   greedy_placement.data_ptr<std::int64_t>() + n);
+  const std::vector<std::int64_t> greedy_choice = choice;
+  struct GroupOnDevice {
+    double margin = 0;  // summed log p(d) - log p(best device with room)
+    double weight = 0;  // summed parameter + output bytes
+    std::int64_t ops = 0;
+  };
+  std::vector<GroupOnDevice> on_device(static_cast<std::size_t>(num_groups));
+  std::vector<std::int64_t> ranked;
+  std::vector<double> load(D);
+  std::vector<double> capacity(D);
+  std::vector<bool> over(D);
+  for (std::int64_t step = 0; step < max_repairs; ++step) {
+    const auto& result = env.last_result();
+    bool any_room = false;
+    for (std::size_t d = 0; d < D; ++d) {
+      load[d] = static_cast<double>(result.devices[d].peak_memory_bytes);
+      capacity[d] = static_cast<double>(
+          problem.cluster.device(static_cast<DeviceId>(d)).memory_capacity_bytes);
+      over[d] = load[d] > capacity[d];
+      any_room = any_room || !over[d];
+    }
+    if (!any_room) break;  // every device is full: moving ops cannot help
+    for (std::size_t d = 0; d < D; ++d) {
+      if (!over[d]) continue;
+      std::fill(on_device.begin(), on_device.end(), GroupOnDevice{});
+      double total_weight = 0;
+      for (std::int64_t p = 0; p < n; ++p) {
+        if (choice[static_cast<std::size_t>(p)] != static_cast<std::int64_t>(d) ||
+            decides[p] == 0) {
+          continue;
+        }
+        const double* row = lp + p * devices;
+        double alternative = -std::numeric_limits<double>::infinity();
+        for (std::size_t e = 0; e < D; ++e) {
+          if (!over[e]) alternative = std::max(alternative, row[e]);
+        }
+        const auto v = static_cast<std::size_t>(order[p]);
+        const auto weight = static_cast<double>(params[v] + outputs[v]);
+        auto& g = on_device[static_cast<std::size_t>(group_of(p))];
+        g.margin += row[d] - alternative;
+        g.weight += weight;
+        ++g.ops;
+        total_weight += weight;
+      }
+      if (total_weight <= 0) continue;
+      // The groups d holds, those the policy is least sure of first (mean margin).
+      ranked.clear();
+      for (std::int64_t g = 0; g < num_groups; ++g) {
+        if (on_device[static_cast<std::size_t>(g)].ops > 0) ranked.push_back(g);
+      }
+      auto mean_margin = [&](std::int64_t g) {
+        const auto& s = on_device[static_cast<std::size_t>(g)];
+        return s.margin / static_cast<double>(s.ops);
+      };
+      std::sort(ranked.begin(), ranked.end(), [&](std::int64_t a, std::int64_t b) {
+        const double ma = mean_margin(a);
+        const double mb = mean_margin(b);
+        return ma < mb || (ma == mb && a < b);
+      });
+      // Move groups to the device with the most room until d's estimated peak fits, with
+      // 10% to spare (peak bytes per byte of op weight as on d).
+      const double per_weight = load[d] / total_weight;
+      for (const std::int64_t g : ranked) {
+        if (load[d] <= 0.9 * capacity[d]) break;
+        std::size_t to = D;
+        for (std::size_t e = 0; e < D; ++e) {
+          if (e == d) continue;
+          if (to == D || capacity[e] - load[e] > capacity[to] - load[to]) to = e;
+        }
+        if (to == D) break;
+        for (std::int64_t p = 0; p < n; ++p) {
+          if (group_of(p) == g &&
+              choice[static_cast<std::size_t>(p)] == static_cast<std::int64_t>(d)) {
+            choice[static_cast<std::size_t>(p)] = static_cast<std::int64_t>(to);
+          }
+        }
+        const double moved = on_device[static_cast<std::size_t>(g)].weight * per_weight;
+        load[d] -= moved;
+        load[to] += moved;
+      }
+    }
+    TaskActions repaired = actions;
+    repaired.placement = torch::tensor(choice, torch::kLong);
+    core::Decision decision = task_decision(repaired, tensors, problem.graph, base);
+    evaluation = env.evaluate(decision);
+    ++repair.simulations;
+    if (!evaluation.oom) {
+      repair.fits = true;
+      for (std::size_t p = 0; p < choice.size(); ++p) {
+        repair.moved_ops += choice[p] != greedy_choice[p] ? 1 : 0;
+      }
+      if (report) *report = repair;
+      return decision;
+    }
+  }
+  if (report) *report = repair;
+  return greedy;
 }
 
 PpoTrainer::PpoTrainer(GoPolicy policy, torch::optim::Adam& optimizer, PpoOptions options,

@@ -114,6 +114,28 @@ struct PpoStepStats {
 [[nodiscard]] core::Decision greedy_decision(GoPolicy& policy, const GraphTensors& tensors,
                                              const Problem& problem, const DecisionBase& base = {});
 
+/// What memory_fitting_decision() did.
+struct MemoryRepair {
+  std::int64_t simulations = 0;  ///< decisions simulated, the greedy one included
+  std::int64_t moved_ops = 0;    ///< ops whose device differs from the greedy placement
+  bool fits = false;             ///< the returned decision fits in memory
+};
+
+/// The greedy decision of `policy` for `env`'s problem, moved into memory when it does not
+/// fit. Ops move in the groups exploration samples together (a layer attribute, else a
+/// block of `block` consecutive positions, capped as in sampling). While the simulated
+/// placement runs out of memory, each device over its capacity hands over the groups the
+/// policy is least sure of there (smallest mean margin of log p(device) over the best device
+/// with room) to the device with the most room, until its estimated peak is 10% under its
+/// capacity (peak bytes per byte of op weight, parameter + output bytes, as on the full
+/// device). At most `max_repairs` re-placements, each one simulation on `env` (a sample).
+/// Returns the first decision that fits, or the greedy one when none did. Other tasks
+/// (scheduling, fusion) keep their greedy actions.
+[[nodiscard]] core::Decision memory_fitting_decision(GoPolicy& policy, const GraphTensors& tensors,
+                                                     Environment& env, const DecisionBase& base,
+                                                     std::int64_t max_repairs, std::int64_t block,
+                                                     MemoryRepair* report = nullptr);
+
 class PpoTrainer {
  public:
   PpoTrainer(GoPolicy policy, torch::optim::Adam& optimizer, PpoOptions options,

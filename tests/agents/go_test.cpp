@@ -11,6 +11,7 @@
 #include <map>
 #include <numeric>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "agents/compute_threads.h"
@@ -281,6 +282,54 @@ TEST(GoAgentTest, SameSeedSameRun) {
   EXPECT_EQ(a.second, b.second);
 }
 
+// Zero-shot's memory repair: every op of rnnlm_4 pushed onto device 0 by a prior runs out
+// of memory there (about 23 GB on a 16 GB P100); the repair moves whole layers and blocks
+// the policy is least sure of to the devices with room until the placement fits.
+TEST(GoZeroShotTest, MemoryRepairMovesAnOutOfMemoryPlacementIntoMemory) {
+  datasets::WorkloadRegistry workloads;
+  datasets::register_builtin_workloads(workloads);
+  testing::ProblemFixture f(workloads.generate("rnnlm_4"), "p100x4_pcie", 1);
+  GoPolicy policy = small_policy(1);
+  GraphTensors tensors = make_graph_tensors(f.compiled);
+  tensors.placement_prior = torch::zeros({tensors.num_nodes, 4});
+  tensors.placement_prior.select(1, 0).fill_(20.0);
+
+  Environment greedy_env(f.problem);
+  MemoryRepair none;
+  const auto greedy = memory_fitting_decision(policy, tensors, greedy_env, {}, 0, 64, &none);
+  EXPECT_EQ(none.simulations, 1);
+  EXPECT_FALSE(none.fits);
+  ASSERT_TRUE(greedy.placement);
+  EXPECT_TRUE(std::all_of(greedy.placement->begin(), greedy.placement->end(),
+                          [](core::DeviceId d) { return d == 0; }));
+  EXPECT_TRUE(greedy_env.evaluate(greedy).oom);
+
+  Environment env(f.problem);
+  MemoryRepair repair;
+  const auto fitted = memory_fitting_decision(policy, tensors, env, {}, 10, 64, &repair);
+  EXPECT_TRUE(repair.fits);
+  EXPECT_GT(repair.simulations, 1);
+  EXPECT_LE(repair.simulations, 11);
+  EXPECT_EQ(env.samples(), repair.simulations);  // every simulation is counted
+  EXPECT_GT(repair.moved_ops, 0);
+  Environment check(f.problem);
+  EXPECT_FALSE(check.evaluate(fitted).oom);
+  // Ops move by layer: an LSTM layer's ops stay on one device.
+  const auto& layers = f.compiled.layer();
+  std::map<std::int32_t, std::set<core::DeviceId>> devices_of_layer;
+  for (core::NodeId v = 0; v < f.compiled.num_nodes(); ++v) {
+    const auto layer = layers[static_cast<std::size_t>(v)];
+    if (layer >= 0)
+      devices_of_layer[layer].insert((*fitted.placement)[static_cast<std::size_t>(v)]);
+  }
+  ASSERT_FALSE(devices_of_layer.empty());
+  for (const auto& [layer, devices] : devices_of_layer) EXPECT_EQ(devices.size(), 1u) << layer;
+
+  Environment again(f.problem);
+  EXPECT_EQ(memory_fitting_decision(policy, tensors, again, {}, 10, 64).placement,
+            fitted.placement);
+}
+
 class GoCheckpointTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -384,12 +433,17 @@ TEST_F(GoCheckpointTest, PretrainThenZeroShotThenFinetune) {
   EXPECT_GT(env_b.samples(), 0);
   ASSERT_TRUE(std::filesystem::exists(checkpoint));
 
-  // Zero-shot: the pretrained policy's greedy placement of an unseen graph.
+  // Zero-shot: the pretrained policy's greedy placement of an unseen graph. It "trains" only
+  // to simulate that placement (one sample; it fits, so no memory repair).
   auto zero_shot = r.create("go_zero_shot", {{"checkpoint", checkpoint}});
-  EXPECT_FALSE(zero_shot->is_learner());
+  EXPECT_TRUE(zero_shot->is_learner());
   auto decision = zero_shot->propose(held_out.problem);
   EXPECT_EQ(decision.placement, pretrain->propose(held_out.problem).placement);
   core::validate_decision(decision, held_out.compiled.num_nodes(), held_out.cluster.num_devices());
+  Environment env_z(held_out.problem);
+  zero_shot->train(env_z, TrainBudget().with_steps(50), nullptr);
+  EXPECT_EQ(env_z.samples(), 1);
+  EXPECT_EQ(zero_shot->propose(held_out.problem).placement, decision.placement);
 
   // Fine-tuning starts from the same policy, so it is never worse than zero-shot.
   auto finetune = r.create("go_finetune", {{"checkpoint", checkpoint}, {"finetune_steps", "3"}});
