@@ -691,6 +691,8 @@ std::vector<OptionSpec> ppo_specs(double learning_rate = PpoOptions().learning_r
        "reward of an out-of-memory placement (valid ones: -sqrt(step time / reference))"},
       {"evaluate_greedy", OptionType::kBool, d.evaluate_greedy ? "true" : "false",
        "also simulate the greedy placement every update"},
+      {"imitation_coef", OptionType::kDouble, text_of(d.imitation_coef),
+       "weight of the log-likelihood of the best decision found so far (self-imitation; 0: off)"},
       {"exploration_block", OptionType::kInt, std::to_string(d.exploration_block),
        "consecutive topological positions sharing exploration noise (1: independent)"},
       {"layer_exploration", OptionType::kBool, d.layer_exploration ? "true" : "false",
@@ -791,6 +793,7 @@ void read_ppo(const AgentOptions& o, GoOptions& g) {
   g.ppo.grad_clip = o.get_double("grad_clip");
   g.ppo.oom_reward = o.get_double("oom_reward");
   g.ppo.evaluate_greedy = o.get_bool("evaluate_greedy");
+  g.ppo.imitation_coef = o.get_double("imitation_coef");
   g.ppo.exploration_block = std::max<std::int64_t>(1, o.get_int("exploration_block"));
   g.ppo.layer_exploration = o.get_bool("layer_exploration");
   g.seed = static_cast<std::uint64_t>(o.get_int("seed"));

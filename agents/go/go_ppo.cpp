@@ -309,6 +309,27 @@ PpoStepStats PpoTrainer::step(PpoTask& task) {
   if (k > 1) advantage = (advantage - advantage.mean()) / (advantage.std() + 1e-6);
   advantage = advantage.unsqueeze(0);  // [1, k]
 
+  // Self-imitation target: the best decision so far, by position, per decided task.
+  TaskActions best;
+  const bool imitate = options_.imitation_coef > 0 && std::isfinite(env.best_step_time_s());
+  if (imitate) {
+    const core::Decision& b = env.best_decision();
+    const auto* order = g.order.data_ptr<std::int64_t>();
+    for (auto t : tasks) {
+      const auto& field = t == GoTask::kPlacement    ? b.placement
+                          : t == GoTask::kScheduling ? b.priority
+                                                     : b.fusion;
+      auto target = torch::zeros({g.num_nodes, 1}, torch::kLong);
+      if (field) {
+        auto a = target.accessor<std::int64_t, 2>();
+        for (std::int64_t p = 0; p < g.num_nodes; ++p) {
+          a[p][0] = (*field)[static_cast<std::size_t>(order[p])];
+        }
+      }
+      best.of(t) = target;
+    }
+  }
+
   // The joint action's objective: every node's choice in every task is one factor of the
   // joint action, all sharing its advantage; summed over the factors that decide (colocated
   // ops follow their group for placement), averaged over the samples.
@@ -328,6 +349,10 @@ PpoStepStats PpoTrainer::step(PpoTask& task) {
                      torch::clamp(ratio, 1.0 - options_.clip, 1.0 + options_.clip) * advantage);
       policy_loss = policy_loss - (surrogate * mask.unsqueeze(1)).sum() / normaliser;
       node_entropy = node_entropy - (log_probs.exp() * log_probs).sum(1) * mask;
+      if (imitate) {
+        policy_loss = policy_loss - options_.imitation_coef *
+                                        (log_probs.gather(1, best.of(t)).squeeze(1) * mask).sum();
+      }
     }
     auto value_loss = (out.value - reward).pow(2).mean();
     auto loss =

@@ -51,6 +51,9 @@ struct PpoOptions {
   double grad_clip = 1.0;              ///< max global gradient norm
   double oom_reward = -3.0;            ///< reward of an out-of-memory placement
   bool evaluate_greedy = true;         ///< also simulate the argmax placement each update
+  /// Self-imitation: each epoch also maximises the log-likelihood of the best decision found
+  /// so far on the graph (summed over nodes), with this weight. 0: off.
+  double imitation_coef = 0;
   /// Correlated exploration: nodes in the same block of this many consecutive topological
   /// positions share their Gumbel noise when sampled (1: independent, as in the paper).
   /// Capped at N / (4 x devices) so that every graph has at least 4 blocks per device.

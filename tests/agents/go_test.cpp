@@ -263,6 +263,49 @@ TEST(ComputeThreadsTest, LimitAppliesToTheCallingThread) {
   at::set_num_threads(before);  // the other tests run with the default
 }
 
+// Self-imitation (imitation_coef) pulls the policy towards the best decision found so far:
+// one update from the same start, with the same samples, raises that decision's
+// log-likelihood with it, and more than without it.
+TEST(GoPpoTest, SelfImitationPullsThePolicyTowardsTheBestDecision) {
+  testing::ProblemFixture f(parallel_chains(3, 6), "p100x4_pcie", 1);
+  const core::Decision optimum = chains_optimum(f.compiled);
+  const GraphTensors tensors = make_graph_tensors(f.compiled);
+  auto target = torch::empty({tensors.num_nodes, 1}, torch::kLong);
+  for (std::int64_t p = 0; p < tensors.num_nodes; ++p) {
+    const auto v = static_cast<std::size_t>(tensors.order[p].item<std::int64_t>());
+    target[p][0] = (*optimum.placement)[v];
+  }
+  auto log_likelihood = [&](GoPolicy& policy) {
+    torch::NoGradGuard no_grad;
+    auto logits = policy->forward(tensors, 4).logits.slice(1, 0, 4);
+    return (torch::log_softmax(logits, 1).gather(1, target).squeeze(1) * tensors.action_mask)
+        .sum()
+        .item<double>();
+  };
+  double before = 0;
+  auto after_one_update = [&](double coef) {
+    Environment env(f.problem);
+    (void)env.evaluate(optimum);  // the best decision so far
+    core::Rng rng(3);
+    GoPolicy policy = small_policy(3);
+    before = log_likelihood(policy);
+    torch::optim::Adam adam(policy->parameters(), torch::optim::AdamOptions(1e-3));
+    PpoOptions ppo;
+    ppo.samples_per_step = 8;
+    ppo.epochs = 1;
+    ppo.imitation_coef = coef;
+    PpoTrainer trainer(policy, adam, ppo, make_generator(rng));
+    PpoTask task(env);
+    (void)trainer.step(task);
+    EXPECT_EQ(env.best_decision().placement, optimum.placement);
+    return log_likelihood(policy);
+  };
+  const double without = after_one_update(0);
+  const double with = after_one_update(1.0);
+  EXPECT_GT(with, before);
+  EXPECT_GT(with, without + 0.1) << "before " << before;
+}
+
 TEST(GoAgentTest, SameSeedSameRun) {
   testing::ProblemFixture f(parallel_chains(3, 4), "p100x4_pcie", 2);
   AgentRegistry r;
