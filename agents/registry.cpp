@@ -79,7 +79,7 @@ bool well_typed(OptionType type, const std::string& text) {
 AgentOptions::AgentOptions(const std::string& agent, const std::vector<OptionSpec>& specs,
                            const std::map<std::string, std::string>& given,
                            const std::string& source)
-    : agent_(agent) {
+    : agent_(agent), source_(source) {
   std::vector<std::string> names;
   for (const auto& spec : specs) {
     names.push_back(spec.name);
@@ -104,6 +104,11 @@ AgentOptions::AgentOptions(const std::string& agent, const std::vector<OptionSpe
     }
     values_[key] = value;
   }
+}
+
+void AgentOptions::reject(const std::string& name, const std::string& problem) const {
+  throw core::InputError(source_, "agents." + agent_ + "." + name,
+                         problem + ", found '" + raw(name) + "'");
 }
 
 const std::string& AgentOptions::raw(const std::string& name) const {

@@ -42,12 +42,16 @@ class AgentOptions {
   [[nodiscard]] double get_double(const std::string& name) const;
   [[nodiscard]] bool get_bool(const std::string& name) const;
   [[nodiscard]] const std::string& get_string(const std::string& name) const;
+  /// Throws InputError naming the source and `agents.<agent>.<name>`: `problem` (what was
+  /// expected), then the value given. For ranges the type check cannot see.
+  [[noreturn]] void reject(const std::string& name, const std::string& problem) const;
   /// Every option's value as text, for results files.
   [[nodiscard]] const std::map<std::string, std::string>& values() const { return values_; }
 
  private:
   const std::string& raw(const std::string& name) const;
   std::string agent_;
+  std::string source_;
   std::map<std::string, std::string> values_;
 };
 

@@ -674,9 +674,11 @@ std::vector<OptionSpec> policy_specs() {
   };
 }
 
-std::vector<OptionSpec> ppo_specs(double learning_rate = PpoOptions().learning_rate) {
+std::vector<OptionSpec> ppo_specs(double learning_rate = PpoOptions().learning_rate,
+                                  double imitation_coef = PpoOptions().imitation_coef) {
   PpoOptions d;
   d.learning_rate = learning_rate;
+  d.imitation_coef = imitation_coef;
   return {
       {"samples_per_step", OptionType::kInt, std::to_string(d.samples_per_step),
        "placements sampled per update"},
@@ -693,6 +695,8 @@ std::vector<OptionSpec> ppo_specs(double learning_rate = PpoOptions().learning_r
        "also simulate the greedy placement every update"},
       {"imitation_coef", OptionType::kDouble, text_of(d.imitation_coef),
        "weight of the log-likelihood of the best decision found so far (self-imitation; 0: off)"},
+      {"imitation_cap", OptionType::kDouble, text_of(d.imitation_cap),
+       "self-imitation stops raising an op's probability of its best action at this value"},
       {"exploration_block", OptionType::kInt, std::to_string(d.exploration_block),
        "consecutive topological positions sharing exploration noise (1: independent)"},
       {"layer_exploration", OptionType::kBool, d.layer_exploration ? "true" : "false",
@@ -794,6 +798,10 @@ void read_ppo(const AgentOptions& o, GoOptions& g) {
   g.ppo.oom_reward = o.get_double("oom_reward");
   g.ppo.evaluate_greedy = o.get_bool("evaluate_greedy");
   g.ppo.imitation_coef = o.get_double("imitation_coef");
+  g.ppo.imitation_cap = o.get_double("imitation_cap");
+  if (!(g.ppo.imitation_cap > 0 && g.ppo.imitation_cap <= 1)) {
+    o.reject("imitation_cap", "expected a probability in (0, 1]");
+  }
   g.ppo.exploration_block = std::max<std::int64_t>(1, o.get_int("exploration_block"));
   g.ppo.layer_exploration = o.get_bool("layer_exploration");
   g.seed = static_cast<std::uint64_t>(o.get_int("seed"));
@@ -900,7 +908,9 @@ void register_go(AgentRegistry& registry) {
   registry.add({"go_one",
                 "GO (Zhou et al., NeurIPS 2020): GraphSAGE + segment-recurrent attention + "
                 "feature modulation, PPO, trained from scratch on one graph",
-                true, concat(policy_specs(), ppo_specs()), [](const AgentOptions& o) {
+                true,
+                concat(policy_specs(), ppo_specs(PpoOptions().learning_rate, kGoOneImitation)),
+                [](const AgentOptions& o) {
                   GoOptions g;
                   g.mode = GoMode::kOne;
                   read_policy(o, g.policy);

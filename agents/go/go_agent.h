@@ -37,6 +37,10 @@ enum class GoMode { kOne, kPretrain, kFinetune, kZeroShot };
 /// PpoOptions::learning_rate, 3e-4 (docs/agents.md "Learning rate").
 inline constexpr double kSearchLearningRate = 3e-3;
 
+/// go_one's default self-imitation weight (PpoOptions::imitation_coef; the other agents
+/// default to 0). Measured in docs/agents.md, "Self-imitation".
+inline constexpr double kGoOneImitation = 0.3;
+
 struct GoOptions {
   GoMode mode = GoMode::kOne;
   GoPolicyOptions policy;

@@ -312,6 +312,7 @@ PpoStepStats PpoTrainer::step(PpoTask& task) {
   // Self-imitation target: the best decision so far, by position, per decided task.
   TaskActions best;
   const bool imitate = options_.imitation_coef > 0 && std::isfinite(env.best_step_time_s());
+  const double log_cap = std::log(options_.imitation_cap);
   if (imitate) {
     const core::Decision& b = env.best_decision();
     const auto* order = g.order.data_ptr<std::int64_t>();
@@ -350,8 +351,9 @@ PpoStepStats PpoTrainer::step(PpoTask& task) {
       policy_loss = policy_loss - (surrogate * mask.unsqueeze(1)).sum() / normaliser;
       node_entropy = node_entropy - (log_probs.exp() * log_probs).sum(1) * mask;
       if (imitate) {
-        policy_loss = policy_loss - options_.imitation_coef *
-                                        (log_probs.gather(1, best.of(t)).squeeze(1) * mask).sum();
+        // No gradient once an op's best action has probability imitation_cap.
+        auto imitated = log_probs.gather(1, best.of(t)).squeeze(1).clamp_max(log_cap);
+        policy_loss = policy_loss - options_.imitation_coef * (imitated * mask).sum();
       }
     }
     auto value_loss = (out.value - reward).pow(2).mean();

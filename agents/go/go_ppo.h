@@ -54,6 +54,9 @@ struct PpoOptions {
   /// Self-imitation: each epoch also maximises the log-likelihood of the best decision found
   /// so far on the graph (summed over nodes), with this weight. 0: off.
   double imitation_coef = 0;
+  /// ... each op's log-likelihood only while the best action's probability is below this,
+  /// so that the policy keeps exploring around the best decision (1: no limit).
+  double imitation_cap = 0.9;
   /// Correlated exploration: nodes in the same block of this many consecutive topological
   /// positions share their Gumbel noise when sampled (1: independent, as in the paper).
   /// Capped at N / (4 x devices) so that every graph has at least 4 blocks per device.

@@ -283,7 +283,7 @@ TEST(GoPpoTest, SelfImitationPullsThePolicyTowardsTheBestDecision) {
         .item<double>();
   };
   double before = 0;
-  auto after_one_update = [&](double coef) {
+  auto after_one_update = [&](double coef, double cap = 0.9) {
     Environment env(f.problem);
     (void)env.evaluate(optimum);  // the best decision so far
     core::Rng rng(3);
@@ -294,6 +294,7 @@ TEST(GoPpoTest, SelfImitationPullsThePolicyTowardsTheBestDecision) {
     ppo.samples_per_step = 8;
     ppo.epochs = 1;
     ppo.imitation_coef = coef;
+    ppo.imitation_cap = cap;
     PpoTrainer trainer(policy, adam, ppo, make_generator(rng));
     PpoTask task(env);
     (void)trainer.step(task);
@@ -304,6 +305,15 @@ TEST(GoPpoTest, SelfImitationPullsThePolicyTowardsTheBestDecision) {
   const double with = after_one_update(1.0);
   EXPECT_GT(with, before);
   EXPECT_GT(with, without + 0.1) << "before " << before;
+  // Capped below every op's current probability, imitation adds no gradient at all.
+  EXPECT_EQ(after_one_update(1.0, 1e-4), without);
+
+  AgentRegistry registry;
+  register_builtin_agents(registry);
+  const auto message = gopt::testing::error_of(
+      [&] { (void)registry.create("go_one", {{"imitation_cap", "1.5"}}, "exp.yaml"); });
+  EXPECT_TRUE(gopt::testing::contains(message, "exp.yaml")) << message;
+  EXPECT_TRUE(gopt::testing::contains(message, "agents.go_one.imitation_cap")) << message;
 }
 
 TEST(GoAgentTest, SameSeedSameRun) {
