@@ -116,6 +116,19 @@ core::Decision memory_fitting_decision(GoPolicy& policy, const GraphTensors& ten
   auto group_of = [&](std::int64_t p) {
     return layer[p] >= 0 ? layer[p] : tensors.num_layers + p / block;
   };
+  // The positions of each group: members[member_begin[g] .. member_begin[g + 1]).
+  std::vector<std::int64_t> member_begin(static_cast<std::size_t>(num_groups) + 1, 0);
+  for (std::int64_t p = 0; p < n; ++p) ++member_begin[static_cast<std::size_t>(group_of(p)) + 1];
+  for (std::size_t g = 0; g < static_cast<std::size_t>(num_groups); ++g) {
+    member_begin[g + 1] += member_begin[g];
+  }
+  std::vector<std::int64_t> members(static_cast<std::size_t>(n));
+  {
+    std::vector<std::int64_t> next(member_begin.begin(), member_begin.end() - 1);
+    for (std::int64_t p = 0; p < n; ++p) {
+      members[static_cast<std::size_t>(next[static_cast<std::size_t>(group_of(p))]++)] = p;
+    }
+  }
   const auto greedy_placement = actions.placement.contiguous();
   std::vector<std::int64_t> choice(greedy_placement.data_ptr<std::int64_t>(),
                                    greedy_placement.data_ptr<std::int64_t>() + n);
@@ -189,11 +202,10 @@ core::Decision memory_fitting_decision(GoPolicy& policy, const GraphTensors& ten
           if (to == D || capacity[e] - load[e] > capacity[to] - load[to]) to = e;
         }
         if (to == D) break;
-        for (std::int64_t p = 0; p < n; ++p) {
-          if (group_of(p) == g &&
-              choice[static_cast<std::size_t>(p)] == static_cast<std::int64_t>(d)) {
-            choice[static_cast<std::size_t>(p)] = static_cast<std::int64_t>(to);
-          }
+        for (auto i = member_begin[static_cast<std::size_t>(g)];
+             i < member_begin[static_cast<std::size_t>(g) + 1]; ++i) {
+          auto& c = choice[static_cast<std::size_t>(members[static_cast<std::size_t>(i)])];
+          if (c == static_cast<std::int64_t>(d)) c = static_cast<std::int64_t>(to);
         }
         const double moved = on_device[static_cast<std::size_t>(g)].weight * per_weight;
         load[d] -= moved;

@@ -310,8 +310,9 @@ TEST(GoPpoTest, SelfImitationPullsThePolicyTowardsTheBestDecision) {
 
   AgentRegistry registry;
   register_builtin_agents(registry);
-  const auto message = gopt::testing::error_of(
-      [&] { (void)registry.create("go_one", {{"imitation_cap", "1.5"}}, "exp.yaml"); });
+  const auto message = gopt::testing::error_of([&] {
+    (void)registry.create("go_one", {{"imitation_cap", "1.5"}}, "exp.yaml");
+  });
   EXPECT_TRUE(gopt::testing::contains(message, "exp.yaml")) << message;
   EXPECT_TRUE(gopt::testing::contains(message, "agents.go_one.imitation_cap")) << message;
 }
