@@ -41,6 +41,13 @@ std::vector<std::int32_t> by_node(const torch::Tensor& by_position, const GraphT
   return out;
 }
 
+// The exploration block size for a graph of `n` nodes on `devices` devices: `block`, but at
+// least 4 blocks per device, so that a small graph is not placed whole on one device.
+// Sampling and zero-shot's memory repair group ops by the same blocks.
+std::int64_t noise_block(std::int64_t block, std::int64_t n, std::int64_t devices) {
+  return std::max<std::int64_t>(1, std::min(block, n / (4 * devices)));
+}
+
 }  // namespace
 
 core::Decision placement_decision(const torch::Tensor& devices_by_position,
@@ -111,7 +118,7 @@ core::Decision memory_fitting_decision(GoPolicy& policy, const GraphTensors& ten
   const auto& params = problem.graph.param_bytes();
   const auto& outputs = problem.graph.output_bytes();
   // Groups that move together, as in exploration: a layer, or a block of positions.
-  block = std::max<std::int64_t>(1, std::min(block, n / (4 * devices)));
+  block = noise_block(block, n, devices);
   const std::int64_t num_groups = tensors.num_layers + (n + block - 1) / block;
   auto group_of = [&](std::int64_t p) {
     return layer[p] >= 0 ? layer[p] : tensors.num_layers + p / block;
@@ -241,8 +248,7 @@ torch::Tensor PpoTrainer::sample_actions(const torch::Tensor& log_probs, const G
                                          std::int64_t k) {
   const auto n = log_probs.size(0);
   const auto d = log_probs.size(1);
-  // At least 4 blocks per device, so that a small graph is not placed whole on one device.
-  const auto block = std::max<std::int64_t>(1, std::min(options_.exploration_block, n / (4 * d)));
+  const auto block = noise_block(options_.exploration_block, n, d);
   if (block == 1) return torch::multinomial(log_probs.exp(), k, /*replacement=*/true, gen_);
   // Noise groups: blocks of consecutive positions; in layer mode, an op with a layer
   // attribute shares its layer's noise instead.
