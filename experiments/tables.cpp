@@ -176,7 +176,8 @@ Table placement_table(const Grid& g, const std::vector<std::string>& workloads, 
 // Table 3: step times of the two references, every other agent's step-time reduction
 // relative to each (TensorFlow's default: an agent of type tf_default, or one labelled
 // tf_default in older files; the unoptimised single GPU: the first single_device agent),
-// and multi-task GO against the best single-task GO variant on the same workload. An
+// and multi-task GO against the best single-task and the best two-task GO variant on the
+// same workload. An
 // average row follows when there is more than one workload.
 Table multitask_table(const Grid& g) {
   Table t;
@@ -196,25 +197,41 @@ Table multitask_table(const Grid& g) {
   if (single) refs.emplace_back(single, "single GPU");
   static const std::vector<std::string> kSingleTask = {"go_placement", "go_scheduling",
                                                        "go_fusion"};
-  std::vector<const Agent*> single_task;
-  for (const auto& a : g.agents) {
-    if (std::find(kSingleTask.begin(), kSingleTask.end(), a.type) != kSingleTask.end()) {
-      single_task.push_back(&a);
+  static const std::vector<std::string> kTwoTask = {"go_placement_scheduling",
+                                                    "go_placement_fusion", "go_scheduling_fusion"};
+  auto of_types = [&g](const std::vector<std::string>& types) {
+    std::vector<const Agent*> agents;
+    for (const auto& a : g.agents) {
+      if (std::find(types.begin(), types.end(), a.type) != types.end()) agents.push_back(&a);
     }
-  }
+    return agents;
+  };
+  const std::vector<const Agent*> single_task = of_types(kSingleTask);
+  const std::vector<const Agent*> two_task = of_types(kTwoTask);
   t.header.push_back("workload");
   for (const auto& [ref, label] : refs) t.header.push_back(label + " (ms)");
-  // Each comparison: an agent, and either a reference or (nullptr) the best single task.
-  std::vector<std::pair<const Agent*, const Agent*>> columns;
+  // Each comparison: an agent against a reference, or (reference nullptr) against the
+  // fastest agent of a group on each workload.
+  struct Column {
+    const Agent* agent;
+    const Agent* ref;
+    const std::vector<const Agent*>* group;
+  };
+  std::vector<Column> columns;
   for (const auto& a : g.agents) {
     if (&a == tf_default || &a == single) continue;
     for (const auto& [ref, label] : refs) {
       t.header.push_back(a.name + " vs " + label);
-      columns.emplace_back(&a, ref);
+      columns.push_back({&a, ref, nullptr});
     }
-    if (a.type == "go_multitask" && !single_task.empty()) {
+    if (a.type != "go_multitask") continue;
+    if (!single_task.empty()) {
       t.header.push_back(a.name + " vs best single task");
-      columns.emplace_back(&a, nullptr);
+      columns.push_back({&a, nullptr, &single_task});
+    }
+    if (!two_task.empty()) {
+      t.header.push_back(a.name + " vs best two tasks");
+      columns.push_back({&a, nullptr, &two_task});
     }
   }
   std::vector<std::vector<double>> values(columns.size());
@@ -222,15 +239,15 @@ Table multitask_table(const Grid& g) {
     std::vector<std::string> row{w};
     for (const auto& ref_label : refs) row.push_back(time_cell(g, w, ref_label.first->name));
     for (std::size_t i = 0; i < columns.size(); ++i) {
-      const Agent* a = columns[i].first;
-      const Agent* ref = columns[i].second;
+      const Agent* a = columns[i].agent;
+      const Agent* ref = columns[i].ref;
       std::optional<double> rt;
       bool has_ref = false;
       if (ref) {
         rt = g.time(w, ref->name);
         has_ref = g.cell(w, ref->name) != nullptr;
       } else {
-        for (const auto* s : single_task) {
+        for (const auto* s : *columns[i].group) {
           auto st = g.time(w, s->name);
           has_ref = has_ref || g.cell(w, s->name) != nullptr;
           if (st && (!rt || *st < *rt)) rt = st;
@@ -276,6 +293,11 @@ Table multitask_table(const Grid& g) {
     t.notes.push_back(
         "vs best single task: relative to the fastest of go_placement, go_scheduling and "
         "go_fusion on that workload.");
+  }
+  if (!two_task.empty()) {
+    t.notes.push_back(
+        "vs best two tasks: relative to the fastest of go_placement_scheduling, "
+        "go_placement_fusion and go_scheduling_fusion on that workload.");
   }
   return t;
 }

@@ -1,6 +1,6 @@
 // `gopt table`'s Table 3 (multitask) on a small in-memory results fixture: references found
-// by agent type, every variant against both, multi-task GO against the best single task,
-// OOM and missing cells, and the average row.
+// by agent type, every variant against both, multi-task GO against the best single task and
+// the best two-task variant, OOM and missing cells, and the average row.
 #include "experiments/tables.h"
 
 #include <gtest/gtest.h>
@@ -80,6 +80,32 @@ TEST(MultitaskTableTest, EveryVariantAgainstTfDefaultSingleGpuAndTheBestSingleTa
                                                  "+46.0%", "+40.0%", "+61.0%", "+22.5%"}));
   const std::string md = render_tables(tables, TableFormat::kMarkdown);
   EXPECT_NE(md.find("| go_multitask vs best single task |"), std::string::npos) << md;
+}
+
+TEST(MultitaskTableTest, MultitaskAgainstTheBestTwoTaskVariant) {
+  auto tables = build_tables(fixture({
+      {"w1", "single_device", "single_device", 100},
+      {"w1", "tf_default", "tf_default", 80},
+      {"w1", "ps", "go_placement_scheduling", 50},
+      {"w1", "pf", "go_placement_fusion", 40},
+      {"w1", "joint", "go_multitask", 44},
+      {"w2", "single_device", "single_device", 100},
+      {"w2", "tf_default", "tf_default", 80},
+      {"w2", "ps", "go_placement_scheduling", 60},
+      {"w2", "pf", "go_placement_fusion", -1},  // OOM: not a candidate for the best pair
+      {"w2", "joint", "go_multitask", 48},
+  }));
+  const Table& t = multitask(tables);
+  ASSERT_GE(t.header.size(), 2U);
+  EXPECT_EQ(t.header.back(), "joint vs best two tasks");
+  EXPECT_EQ(t.header[t.header.size() - 2], "joint vs single GPU");  // no single-task agents
+  ASSERT_EQ(t.rows.size(), 3U);
+  EXPECT_EQ(t.rows[0].back(), "-10.0%");  // 44 against pf's 40
+  EXPECT_EQ(t.rows[1].back(), "+20.0%");  // 48 against ps's 60
+  EXPECT_EQ(t.rows[2].back(), "+5.0%");
+  bool noted = false;
+  for (const auto& n : t.notes) noted = noted || n.find("vs best two tasks") != std::string::npos;
+  EXPECT_TRUE(noted);
 }
 
 TEST(MultitaskTableTest, BaselinesOnlyAndAnOlderFileWithALabelledTfDefault) {
