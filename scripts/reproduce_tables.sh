@@ -2,7 +2,8 @@
 # Runs the paper's full experiment configs (Tables 3, 1 and 2, in that order) into
 # results/, continuing whatever an earlier call left unfinished: finished results are
 # skipped and GO jobs continue from their training snapshots (docs/config.md "Resuming"),
-# so the days of computing the full configs need can be spread over many shorter runs.
+# so the hours the full configs need (README: about five on two cores) can be spread over
+# shorter runs.
 # Stop it at any time with Ctrl-C (or SIGTERM); call it again to continue.
 #
 #   scripts/reproduce_tables.sh [--jobs N] [--only table1|table2|table3]
