@@ -177,8 +177,7 @@ Table placement_table(const Grid& g, const std::vector<std::string>& workloads, 
 // relative to each (TensorFlow's default: an agent of type tf_default, or one labelled
 // tf_default in older files; the unoptimised single GPU: the first single_device agent),
 // and multi-task GO against the best single-task and the best two-task GO variant on the
-// same workload. An
-// average row follows when there is more than one workload.
+// same workload. An average row follows when there is more than one workload.
 Table multitask_table(const Grid& g) {
   Table t;
   t.id = "multitask";
