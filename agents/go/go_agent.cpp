@@ -216,6 +216,9 @@ class GoAgent final : public TransferableAgent {
         return;
       case GoMode::kOne:
         create_policy(core::mix_seed(options_.seed, env.problem().seed));
+        if (options_.oversize_learning_rate > 0 && oversize(env)) {
+          set_learning_rate(options_.oversize_learning_rate);
+        }
         break;
       case GoMode::kFinetune:
         if (!policy_) load_checkpoint();
@@ -277,6 +280,16 @@ class GoAgent final : public TransferableAgent {
         policy_->parameters(), torch::optim::AdamOptions(options_.ppo.learning_rate));
   }
 
+  void set_learning_rate(double learning_rate) {
+    for (auto& group : optimizer_->param_groups()) {
+      static_cast<torch::optim::AdamOptions&>(group.options()).lr(learning_rate);
+    }
+  }
+
+  // Whether the graph runs out of memory with every op on one device. Asked of the
+  // simulator directly: a property of the problem, not a sample of the search.
+  static bool oversize(Environment& env) { return env.simulator().simulate(core::Decision{}).oom; }
+
   void load_checkpoint() {
     const std::string& path = options_.checkpoint;
     if (path.empty()) {
@@ -312,9 +325,7 @@ class GoAgent final : public TransferableAgent {
       torch::serialize::InputArchive optimizer_archive;
       archive.read("optimizer", optimizer_archive);
       optimizer_->load(optimizer_archive);
-      for (auto& group : optimizer_->param_groups()) {
-        static_cast<torch::optim::AdamOptions&>(group.options()).lr(options_.ppo.learning_rate);
-      }
+      set_learning_rate(options_.ppo.learning_rate);
       trained_steps_ = steps.toInt();
     } catch (const c10::Error& e) {
       problem = e.what_without_backtrace();
@@ -905,18 +916,29 @@ void register_go(AgentRegistry& registry) {
        "at most this many fine-tuning updates, whatever the budget (paper: under 50)"},
   };
 
-  registry.add({"go_one",
-                "GO (Zhou et al., NeurIPS 2020): GraphSAGE + segment-recurrent attention + "
-                "feature modulation, PPO, trained from scratch on one graph",
-                true,
-                concat(policy_specs(), ppo_specs(PpoOptions().learning_rate, kGoOneImitation)),
-                [](const AgentOptions& o) {
-                  GoOptions g;
-                  g.mode = GoMode::kOne;
-                  read_policy(o, g.policy);
-                  read_ppo(o, g);
-                  return make_go_agent(g);
-                }});
+  const std::vector<OptionSpec> oversize = {
+      {"oversize_learning_rate", OptionType::kDouble, text_of(kSearchLearningRate),
+       "Adam learning rate on a graph that runs out of memory on one device (0: learning_rate "
+       "everywhere)"},
+  };
+
+  registry.add(
+      {"go_one",
+       "GO (Zhou et al., NeurIPS 2020): GraphSAGE + segment-recurrent attention + "
+       "feature modulation, PPO, trained from scratch on one graph",
+       true,
+       concat(policy_specs(), ppo_specs(PpoOptions().learning_rate, kGoOneImitation), oversize),
+       [](const AgentOptions& o) {
+         GoOptions g;
+         g.mode = GoMode::kOne;
+         read_policy(o, g.policy);
+         read_ppo(o, g);
+         g.oversize_learning_rate = o.get_double("oversize_learning_rate");
+         if (!(g.oversize_learning_rate >= 0)) {
+           o.reject("oversize_learning_rate", "expected 0 (off) or a positive rate");
+         }
+         return make_go_agent(g);
+       }});
   registry.add({"go_pretrain",
                 "GO pretrained on a set of graphs (the experiment's training graphs), writes "
                 "a checkpoint",

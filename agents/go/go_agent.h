@@ -33,7 +33,8 @@ enum class GoMode { kOne, kPretrain, kFinetune, kZeroShot };
 
 /// The default learning rate of the agents that search around a given start for a short
 /// budget: go_finetune (a pretrained policy, at most 50 updates) and the multi-task agents
-/// (the default pipeline's priors). Training from scratch (go_one, go_pretrain) uses
+/// (the default pipeline's priors), and go_one's on a graph too large for one device
+/// (GoOptions::oversize_learning_rate). Training from scratch otherwise uses
 /// PpoOptions::learning_rate, 3e-4 (docs/agents.md "Learning rate").
 inline constexpr double kSearchLearningRate = 3e-3;
 
@@ -51,6 +52,10 @@ struct GoOptions {
   /// Zero-shot: at most this many re-placements to move a greedy placement that runs out of
   /// memory into memory (memory_fitting_decision; 0: the greedy placement as it is).
   std::int64_t memory_repairs = 20;
+  /// GO-one: Adam learning rate on a graph that runs out of memory on one device, whose
+  /// random start is mostly out-of-memory samples (docs/agents.md "Learning rate"); 0: use
+  /// ppo.learning_rate on every graph.
+  double oversize_learning_rate = 0;
   std::string checkpoint;  ///< written (pretrain) or read (finetune, zero-shot)
   std::uint64_t seed = 0;  ///< mixed with the problem seed
   std::string name;        ///< agent name (empty: the mode's, e.g. go_one)

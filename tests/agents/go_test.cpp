@@ -245,6 +245,64 @@ TEST(GoAgentTest, GoOneLearnsAPlacementWithAKnownOptimum) {
   EXPECT_LT(check.evaluate(agent->propose(f.problem)).step_time_s, 1.02 * optimum);
 }
 
+// GO-one trains at `oversize_learning_rate` on a graph that runs out of memory on one
+// device, and at `learning_rate` on one that fits: two chains of 12 ops holding 1 GiB of
+// parameters each need 24 GiB, more than a P100's 16 GiB, but fit one chain per device.
+TEST(GoAgentTest, GoOneTakesTheOversizeLearningRateOnlyOnAGraphTooLargeForOneDevice) {
+  auto chains = [](core::Bytes params) {
+    core::GraphBuilder b("heavy_chains");
+    auto in = b.add("in", "Placeholder").output({256, 1024});
+    for (int c = 0; c < 2; ++c) {
+      core::NodeId prev = in;
+      for (int i = 0; i < 12; ++i) {
+        auto n =
+            b.add("c" + std::to_string(c) + "_" + std::to_string(i), c == 0 ? "MatMul" : "Conv2D")
+                .output({256, 1024})
+                .flops(2.0 * 256 * 1024 * 1024 * 8)
+                .param_bytes(params);
+        b.connect(prev, n);
+        prev = n;
+      }
+    }
+    return std::move(b).build();
+  };
+  AgentRegistry r;
+  register_builtin_agents(r);
+  // The mean sampled step times of five updates and the placement proposed after them.
+  auto run = [&](const testing::ProblemFixture& f, const std::string& lr,
+                 const std::string& oversize_lr) {
+    auto agent = r.create("go_one", {{"hidden", "16"},
+                                     {"segment_length", "8"},
+                                     {"seed", "3"},
+                                     {"learning_rate", lr},
+                                     {"oversize_learning_rate", oversize_lr}});
+    Environment env(f.problem);
+    Curve curve;
+    agent->train(env, TrainBudget().with_steps(5), &curve);
+    std::vector<double> means;
+    for (const auto& p : curve.points) means.push_back(p.mean_step_time_s);
+    return std::make_pair(means, *agent->propose(f.problem).placement);
+  };
+
+  testing::ProblemFixture oversize(chains(core::Bytes{1} << 30), "p100x2_pcie", 4);
+  ASSERT_TRUE(Environment(oversize.problem).evaluate(core::Decision{}).oom);
+  const auto both = run(oversize, "0.0003", "0.003");
+  EXPECT_EQ(both, run(oversize, "0.003", "0"));
+  EXPECT_NE(both, run(oversize, "0.0003", "0"));  // the rate matters on this problem
+
+  testing::ProblemFixture fits(chains(core::Bytes{1} << 20), "p100x2_pcie", 4);
+  ASSERT_FALSE(Environment(fits.problem).evaluate(core::Decision{}).oom);
+  const auto small = run(fits, "0.0003", "0.003");
+  EXPECT_EQ(small, run(fits, "0.0003", "0"));
+  EXPECT_NE(small, run(fits, "0.003", "0"));
+
+  const auto message = gopt::testing::error_of([&] {
+    (void)r.create("go_one", {{"oversize_learning_rate", "-1"}}, "exp.yaml");
+  });
+  EXPECT_TRUE(gopt::testing::contains(message, "exp.yaml")) << message;
+  EXPECT_TRUE(gopt::testing::contains(message, "agents.go_one.oversize_learning_rate")) << message;
+}
+
 // The runner limits each parallel job thread's LibTorch threads; the limit holds for work
 // issued from that thread and leaves a thread that already runs LibTorch work alone.
 TEST(ComputeThreadsTest, LimitAppliesToTheCallingThread) {
