@@ -217,6 +217,18 @@ TEST(GoPolicyTest, EncoderIsPermutationEquivariant) {
   EXPECT_GT((original[0] - original[1]).abs().max().item<float>(), 1e-3F);
 }
 
+// The mean sampled step time of each of `steps` training updates, and the placement the
+// agent proposes after them.
+std::pair<std::vector<double>, std::vector<core::DeviceId>> train_and_propose(
+    Agent& agent, const Problem& problem, std::int64_t steps) {
+  Environment env(problem);
+  Curve curve;
+  agent.train(env, TrainBudget().with_steps(steps), &curve);
+  std::vector<double> means;
+  for (const auto& p : curve.points) means.push_back(p.mean_step_time_s);
+  return {means, *agent.propose(problem).placement};
+}
+
 TEST(GoAgentTest, GoOneLearnsAPlacementWithAKnownOptimum) {
   testing::ProblemFixture f(parallel_chains(2, 12), "p100x2_pcie", 7);
   Environment reference(f.problem);
@@ -268,7 +280,6 @@ TEST(GoAgentTest, GoOneTakesTheOversizeLearningRateOnlyOnAGraphTooLargeForOneDev
   };
   AgentRegistry r;
   register_builtin_agents(r);
-  // The mean sampled step times of five updates and the placement proposed after them.
   auto run = [&](const testing::ProblemFixture& f, const std::string& lr,
                  const std::string& oversize_lr) {
     auto agent = r.create("go_one", {{"hidden", "16"},
@@ -276,12 +287,7 @@ TEST(GoAgentTest, GoOneTakesTheOversizeLearningRateOnlyOnAGraphTooLargeForOneDev
                                      {"seed", "3"},
                                      {"learning_rate", lr},
                                      {"oversize_learning_rate", oversize_lr}});
-    Environment env(f.problem);
-    Curve curve;
-    agent->train(env, TrainBudget().with_steps(5), &curve);
-    std::vector<double> means;
-    for (const auto& p : curve.points) means.push_back(p.mean_step_time_s);
-    return std::make_pair(means, *agent->propose(f.problem).placement);
+    return train_and_propose(*agent, f.problem, 5);
   };
 
   testing::ProblemFixture oversize(chains(core::Bytes{1} << 30), "p100x2_pcie", 4);
@@ -381,12 +387,7 @@ TEST(GoAgentTest, SameSeedSameRun) {
   register_builtin_agents(r);
   auto run = [&] {
     auto agent = r.create("go_one", {{"hidden", "16"}, {"segment_length", "4"}, {"seed", "9"}});
-    Environment env(f.problem);
-    Curve curve;
-    agent->train(env, TrainBudget().with_steps(4), &curve);
-    std::vector<double> means;
-    for (const auto& p : curve.points) means.push_back(p.mean_step_time_s);
-    return std::make_pair(means, *agent->propose(f.problem).placement);
+    return train_and_propose(*agent, f.problem, 4);
   };
   auto a = run();
   auto b = run();
