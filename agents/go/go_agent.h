@@ -53,8 +53,8 @@ struct GoOptions {
   /// memory into memory (memory_fitting_decision; 0: the greedy placement as it is).
   std::int64_t memory_repairs = 20;
   /// GO-one: Adam learning rate on a graph that runs out of memory on one device, whose
-  /// random start is mostly out-of-memory samples (docs/agents.md "Learning rate"); 0: use
-  /// ppo.learning_rate on every graph.
+  /// random start is mostly out-of-memory samples (docs/agents.md "The largest graphs at
+  /// Table 1's 200 updates"); 0: use ppo.learning_rate on every graph.
   double oversize_learning_rate = 0;
   std::string checkpoint;  ///< written (pretrain) or read (finetune, zero-shot)
   std::uint64_t seed = 0;  ///< mixed with the problem seed
