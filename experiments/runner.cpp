@@ -24,6 +24,7 @@
 #include "core/units.h"
 #include "datasets/workload_registry.h"
 #include "experiments/job_time_model.h"
+#include "experiments/work_queue.h"
 #include "hardware/cost_model.h"
 #include "hardware/profile.h"
 
@@ -79,18 +80,21 @@ struct Interrupted {};
 // so that elapsed time and ETA move while a long job runs.
 class Progress {
  public:
-  // `job_agents` and `job_nodes`: the agent label and the graph's op count of every job to
-  // run, in job order (for the ETA).
-  Progress(std::ostream* out, bool live, double heartbeat_s, std::vector<std::string> job_agents,
-           std::vector<double> job_nodes, int workers)
+  // One entry per work item (a job, or a pretraining unit that writes several rows), in
+  // item order: its agent label, its graphs' op count (for the ETA) and its result rows.
+  struct Item {
+    std::string agent;
+    double nodes = 0;
+    std::int64_t rows = 1;
+  };
+  Progress(std::ostream* out, bool live, double heartbeat_s, std::vector<Item> items, int workers)
       : out_(out),
         live_(live),
         heartbeat_s_(heartbeat_s),
-        total_(static_cast<std::int64_t>(job_agents.size())),
-        job_agents_(std::move(job_agents)),
-        job_nodes_(std::move(job_nodes)),
-        started_(job_agents_.size(), false),
+        items_(std::move(items)),
+        started_(items_.size(), false),
         running_(static_cast<std::size_t>(workers)) {
+    for (const auto& item : items_) total_ += item.rows;
     if (out_ && total_ > 0) thread_ = std::thread([this] { loop(); });
   }
   ~Progress() { stop(); }
@@ -113,16 +117,18 @@ class Progress {
     }
   }
 
-  void started(int worker, std::size_t index, const Job& job) {
+  // Item `index` started on `worker`; `label` names it in the status line.
+  void started(int worker, std::size_t index, const std::string& label, std::int64_t max_steps) {
     std::lock_guard<std::mutex> lock(mutex_);
     started_[index] = true;
     auto& r = running_[static_cast<std::size_t>(worker)];
-    r.job = job.key.text();
-    r.agent = job.key.agent;
-    r.nodes = job_nodes_[index];
+    r.job = label;
+    r.agent = items_[index].agent;
+    r.nodes = items_[index].nodes;
+    r.rows = items_[index].rows;
     r.start = Clock::now();
     r.step = 0;
-    r.max_steps = job.agent->budget.max_steps;
+    r.max_steps = max_steps;
     r.learner = false;
   }
 
@@ -133,18 +139,22 @@ class Progress {
     r.learner = true;
   }
 
-  // A finished job: a plain line in both modes (above the bar on a terminal).
-  void finished(int worker, const std::string& line) {
+  // A finished item: a plain line per result row in both modes (above the bar on a
+  // terminal).
+  void finished(int worker, const std::vector<std::string>& lines) {
     std::lock_guard<std::mutex> lock(mutex_);
     auto& r = running_[static_cast<std::size_t>(worker)];
     times_.add(r.agent, r.nodes, std::chrono::duration<double>(Clock::now() - r.start).count());
     r = {};
-    ++done_;
     last_line_ = Clock::now();
+    if (out_ && live_) *out_ << "\r\033[K";
+    for (const auto& line : lines) {
+      ++done_;
+      if (!out_) continue;
+      *out_ << "[" << done_ << "/" << total_ << "] " << line << "  (elapsed "
+            << clock_text(elapsed()) << eta_text() << ")\n";
+    }
     if (!out_) return;
-    if (live_) *out_ << "\r\033[K";
-    *out_ << "[" << done_ << "/" << total_ << "] " << line << "  (elapsed " << clock_text(elapsed())
-          << eta_text() << ")\n";
     if (live_) draw_bar();
     out_->flush();
   }
@@ -163,6 +173,7 @@ class Progress {
     std::string job;
     std::string agent;
     double nodes = 0;
+    std::int64_t rows = 0;
     Clock::time_point start;
     std::int64_t step = 0;
     std::int64_t max_steps = 0;
@@ -171,12 +182,13 @@ class Progress {
 
   double elapsed() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
 
-  // Fraction done, counting learners' completed updates within their budget.
+  // Fraction of the rows done, counting learners' completed updates within their budget.
   double fraction() const {
     double units = static_cast<double>(done_);
     for (const auto& r : running_) {
       if (r.learner && r.max_steps > 0) {
-        units += std::min(1.0, static_cast<double>(r.step) / static_cast<double>(r.max_steps));
+        units += static_cast<double>(r.rows) *
+                 std::min(1.0, static_cast<double>(r.step) / static_cast<double>(r.max_steps));
       }
     }
     return total_ > 0 ? units / static_cast<double>(total_) : 1.0;
@@ -187,8 +199,8 @@ class Progress {
   std::string eta_text() const {
     if (done_ >= total_ || times_.empty()) return "";
     double remaining = 0;
-    for (std::size_t i = 0; i < job_agents_.size(); ++i) {
-      if (!started_[i]) remaining += times_.expected_s(job_agents_[i], job_nodes_[i]);
+    for (std::size_t i = 0; i < items_.size(); ++i) {
+      if (!started_[i]) remaining += times_.expected_s(items_[i].agent, items_[i].nodes);
     }
     for (const auto& r : running_) {
       if (r.job.empty()) continue;
@@ -243,10 +255,9 @@ class Progress {
   std::ostream* out_;
   bool live_;
   double heartbeat_s_;
-  std::int64_t total_;
+  std::vector<Item> items_;
+  std::int64_t total_ = 0;  // result rows
   std::int64_t done_ = 0;
-  std::vector<std::string> job_agents_;
-  std::vector<double> job_nodes_;
   std::vector<bool> started_;
   std::vector<Running> running_;
   JobTimeModel times_;  // of the finished jobs
@@ -276,43 +287,6 @@ class CurveRecorder final : public agents::TrainingObserver {
   Progress& progress_;
   int worker_;
   const std::atomic<bool>* stop_;
-};
-
-// Pretraining progress: records the curve, prints a line every `heartbeat_s`, and stops
-// training when the stop flag is set.
-class PretrainRecorder final : public agents::TrainingObserver {
- public:
-  PretrainRecorder(std::string label, std::int64_t max_steps, std::ostream* out,
-                   std::mutex* out_mutex, double heartbeat_s, const std::atomic<bool>* stop)
-      : label_(std::move(label)),
-        max_steps_(max_steps),
-        out_(out),
-        out_mutex_(out_mutex),
-        heartbeat_s_(heartbeat_s),
-        stop_(stop) {}
-  void on_training_step(const agents::LearningCurvePoint& point) override {
-    curve.push_back(point);
-    const auto now = Clock::now();
-    if (out_ && (std::chrono::duration<double>(now - last_).count() >= heartbeat_s_ ||
-                 point.step == max_steps_)) {
-      std::lock_guard<std::mutex> lock(*out_mutex_);
-      *out_ << "gopt: " << label_ << ": update " << point.step << "/" << max_steps_ << ", "
-            << point.samples << " samples, " << clock_text(point.wall_s) << " elapsed\n"
-            << std::flush;
-      last_ = now;
-    }
-    if (stop_ && stop_->load()) throw Interrupted{};
-  }
-  std::vector<agents::LearningCurvePoint> curve;
-
- private:
-  std::string label_;
-  std::int64_t max_steps_;
-  std::ostream* out_;
-  std::mutex* out_mutex_;
-  double heartbeat_s_;
-  const std::atomic<bool>* stop_;
-  Clock::time_point last_ = Clock::now();
 };
 
 // Read-only data every job of a run shares.
@@ -436,111 +410,47 @@ std::string result_line(const RunResult& r) {
   return s + " in " + core::format_seconds(r.wall_s);
 }
 
-// Runs every pretraining job: per (agent, seed), one policy trained on all training
-// graphs, its checkpoint written, then one result row per training graph. Up to
-// options.jobs of them at once, each in its own thread (as the other jobs).
-void pretrain(const Shared& shared, const std::vector<Job>& pending, ResultSink& sink,
-              const RunnerOptions& options, RunSummary& summary) {
+// A pretraining unit: one go_pretrain agent and seed, one policy trained on every
+// training graph; it writes the checkpoint and then one result row per training graph
+// (`rows`, the pending jobs of that agent and seed).
+struct Unit {
+  const AgentConfig* agent = nullptr;
+  std::uint64_t seed = 0;
+  std::vector<const Job*> rows;
+};
+
+// Trains `unit` (continuing from its snapshot if there is one) and returns its rows.
+std::vector<RunResult> run_unit(const Shared& shared, const Unit& unit,
+                                const std::vector<const WorkloadConfig*>& training,
+                                const RunnerOptions& options, agents::TrainingObserver& recorder,
+                                const std::vector<agents::LearningCurvePoint>& curve) {
   const ExperimentConfig& config = shared.config;
-  struct Unit {
-    const AgentConfig* agent;
-    std::uint64_t seed;
-    std::vector<const Job*> group;
-  };
-  std::vector<Unit> units;
-  for (const auto& a : config.agents) {
-    for (auto seed : config.seeds) {
-      Unit unit{&a, seed, {}};
-      for (const auto& j : pending) {
-        if (j.agent == &a && j.key.seed == seed) unit.group.push_back(&j);
-      }
-      if (!unit.group.empty()) units.push_back(std::move(unit));
-    }
+  const AgentConfig& a = *unit.agent;
+  const auto start = Clock::now();
+  auto agent_options = a.options;
+  agent_options["checkpoint"] = pretrain_checkpoint(config, a, unit.seed);
+  auto agent = shared.registry.create(a.type, agent_options, config.source);
+  auto* transferable = dynamic_cast<agents::TransferableAgent*>(agent.get());
+  if (!transferable) throw core::Error("agent '" + a.type + "' cannot pretrain");
+  std::vector<std::unique_ptr<agents::Environment>> environments;
+  std::vector<agents::Environment*> pointers;
+  for (const auto* w : training) {
+    agents::Problem problem{shared.graphs.at(w->name), shared.cluster, *shared.cost,
+                            job_seed(unit.seed, w->name, a.name)};
+    environments.push_back(std::make_unique<agents::Environment>(problem));
+    pointers.push_back(environments.back().get());
   }
-  std::vector<const WorkloadConfig*> training;
-  for (const auto& w : config.workloads) {
-    if (!w.held_out) training.push_back(&w);
+  const auto snapshots = job_snapshots(options, config, a, pretrain_what(config), unit.seed);
+  transferable->set_snapshots(snapshots);
+  transferable->train_on_set(pointers, a.budget, &recorder);
+  std::vector<RunResult> results;
+  for (const auto* j : unit.rows) {
+    const auto index = static_cast<std::size_t>(
+        std::find(training.begin(), training.end(), j->workload) - training.begin());
+    results.push_back(result_of(shared, *j, *agent, agent_options, *environments[index], start));
+    results.back().learning_curve = curve;
   }
-  std::mutex io;  // the sink, `summary` and the progress stream: one thread at a time
-
-  auto run_unit = [&](const Unit& unit) {
-    const AgentConfig& a = *unit.agent;
-    const std::uint64_t seed = unit.seed;
-    const auto start = Clock::now();
-    auto agent_options = a.options;
-    agent_options["checkpoint"] = pretrain_checkpoint(config, a, seed);
-    const std::string label = a.name + " (seed " + std::to_string(seed) + ")";
-    auto fail = [&](const std::string& message) {
-      std::lock_guard<std::mutex> lock(io);
-      for (const auto* j : unit.group) {
-        summary.failures.push_back(j->key.text() + ": " + message);
-        if (options.progress) {
-          *options.progress << j->key.text() << ": FAILED: " << message << "\n" << std::flush;
-        }
-      }
-    };
-    try {
-      auto agent = shared.registry.create(a.type, agent_options, config.source);
-      auto* transferable = dynamic_cast<agents::TransferableAgent*>(agent.get());
-      if (!transferable) throw core::Error("agent '" + a.type + "' cannot pretrain");
-      std::vector<std::unique_ptr<agents::Environment>> environments;
-      std::vector<agents::Environment*> pointers;
-      for (const auto* w : training) {
-        agents::Problem problem{shared.graphs.at(w->name), shared.cluster, *shared.cost,
-                                job_seed(seed, w->name, a.name)};
-        environments.push_back(std::make_unique<agents::Environment>(problem));
-        pointers.push_back(environments.back().get());
-      }
-      if (options.progress) {
-        std::lock_guard<std::mutex> lock(io);
-        *options.progress << "gopt: pretraining " << label << " on " << training.size()
-                          << " graphs, up to " << a.budget.max_steps << " updates -> "
-                          << agent_options["checkpoint"] << "\n"
-                          << std::flush;
-      }
-      PretrainRecorder recorder(label, a.budget.max_steps, options.progress, &io,
-                                options.heartbeat_s, options.stop);
-      const auto snapshots = job_snapshots(options, config, a, pretrain_what(config), seed);
-      transferable->set_snapshots(snapshots);
-      transferable->train_on_set(pointers, a.budget, &recorder);
-      for (const auto* j : unit.group) {
-        const auto index = static_cast<std::size_t>(
-            std::find(training.begin(), training.end(), j->workload) - training.begin());
-        RunResult result =
-            result_of(shared, *j, *agent, agent_options, *environments[index], start);
-        result.learning_curve = recorder.curve;
-        std::lock_guard<std::mutex> lock(io);
-        sink.write(result);
-        ++summary.completed;
-        if (options.progress) *options.progress << result_line(result) << "\n" << std::flush;
-      }
-      remove_snapshot(snapshots);
-    } catch (const Interrupted&) {
-      return;
-    } catch (const std::exception& e) {
-      fail(e.what());
-    }
-  };
-
-  std::atomic<std::size_t> next{0};
-  auto work = [&] {
-    agents::limit_compute_threads(1);  // as every job thread (run_experiment)
-    for (;;) {
-      if (options.stop && options.stop->load()) return;
-      const std::size_t i = next.fetch_add(1);
-      if (i >= units.size()) return;
-      run_unit(units[i]);
-    }
-  };
-  const auto workers =
-      std::min<std::size_t>(units.size(), static_cast<std::size_t>(std::max(1, options.jobs)));
-  if (workers <= 1) {
-    work();
-    return;
-  }
-  std::vector<std::thread> threads;
-  for (std::size_t w = 0; w < workers; ++w) threads.emplace_back(work);
-  for (auto& t : threads) t.join();
+  return results;
 }
 
 }  // namespace
@@ -661,30 +571,95 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
         w.name, core::CompiledGraph::compile(datasets::load_graph(w.graph, workloads, load)));
   }
 
-  sink.begin(options.metadata);
-  pretrain(shared, pretrain_jobs, sink, options, summary);
-  if (options.stop && options.stop->load()) {
-    summary.interrupted = true;
-    summary.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
-    return summary;
+  // The pretraining units, per (go_pretrain agent, seed) with rows still to write.
+  std::vector<Unit> units;
+  for (const auto& a : config.agents) {
+    for (auto seed : config.seeds) {
+      Unit unit{&a, seed, {}};
+      for (const auto& j : pretrain_jobs) {
+        if (j.agent == &a && j.key.seed == seed) unit.rows.push_back(&j);
+      }
+      if (!unit.rows.empty()) units.push_back(std::move(unit));
+    }
   }
-  if (jobs.empty()) {
-    summary.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
-    return summary;
+  std::vector<const WorkloadConfig*> training;
+  for (const auto& w : config.workloads) {
+    if (!w.held_out) training.push_back(&w);
   }
-
-  const int workers = std::max(1, std::min(options.jobs, static_cast<int>(jobs.size())));
-  std::vector<std::string> job_agents;
-  std::vector<double> job_nodes;
+  // Items: units[0, U), then jobs. A consumer without its own checkpoint reads the first
+  // go_pretrain agent's for its seed: it waits for that unit when this run trains it.
+  const AgentConfig* producer = nullptr;
+  for (const auto& a : config.agents) {
+    if (!producer && transfer_role(a.type) == TransferRole::kProducer) producer = &a;
+  }
+  std::vector<std::ptrdiff_t> waits_for(units.size(), -1);
+  std::vector<Progress::Item> items;
+  double training_nodes = 0;
+  for (const auto* w : training) {
+    training_nodes += static_cast<double>(shared.graphs.at(w->name).num_nodes());
+  }
+  for (const auto& u : units) {
+    items.push_back({u.agent->name, training_nodes, static_cast<std::int64_t>(u.rows.size())});
+  }
   for (const auto& j : jobs) {
-    job_agents.push_back(j.key.agent);
-    job_nodes.push_back(static_cast<double>(shared.graphs.at(j.workload->name).num_nodes()));
+    std::ptrdiff_t b = -1;
+    const auto given = j.agent->options.find("checkpoint");
+    const bool own_checkpoint = given != j.agent->options.end() && !given->second.empty();
+    if (transfer_role(j.agent->type) == TransferRole::kConsumer && !own_checkpoint) {
+      for (std::size_t u = 0; u < units.size(); ++u) {
+        if (units[u].agent == producer && units[u].seed == j.key.seed) {
+          b = static_cast<std::ptrdiff_t>(u);
+        }
+      }
+    }
+    waits_for.push_back(b);
+    items.push_back(
+        {j.key.agent, static_cast<double>(shared.graphs.at(j.workload->name).num_nodes()), 1});
   }
-  Progress progress(options.progress, options.live_bar, options.heartbeat_s, std::move(job_agents),
-                    std::move(job_nodes), workers);
-  std::atomic<std::size_t> next{0};
-  std::mutex sink_mutex;  // sinks see one call at a time; also guards `summary`
+  sink.begin(options.metadata);
+  if (items.empty()) {
+    summary.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
+    return summary;
+  }
+  const int workers = std::max(1, std::min(options.jobs, static_cast<int>(items.size())));
+  Progress progress(options.progress, options.live_bar, options.heartbeat_s, items, workers);
+  WorkQueue queue(waits_for, options.stop);
+  std::vector<char> unit_failed(units.size(), 0);
+  std::mutex sink_mutex;  // sinks see one call at a time; also guards `summary`, unit_failed
   std::optional<std::string> sink_error;
+  std::int64_t rows_to_write = 0;
+  for (const auto& item : items) rows_to_write += item.rows;
+
+  // Writes an item's rows; false when the sink failed (the run stops).
+  auto write = [&](int worker, std::vector<RunResult> results) {
+    std::vector<std::string> lines;
+    {
+      std::lock_guard<std::mutex> lock(sink_mutex);
+      try {
+        for (const auto& r : results) {
+          sink.write(r);
+          ++summary.completed;
+          lines.push_back(result_line(r));
+        }
+      } catch (const std::exception& e) {
+        sink_error = e.what();
+        return false;
+      }
+    }
+    progress.finished(worker, lines);
+    return true;
+  };
+  auto fail = [&](int worker, const std::vector<const Job*>& failed, const std::string& message) {
+    std::vector<std::string> lines;
+    {
+      std::lock_guard<std::mutex> lock(sink_mutex);
+      for (const auto* j : failed) {
+        summary.failures.push_back(j->key.text() + ": " + message);
+        lines.push_back(j->key.text() + ": FAILED: " + message);
+      }
+    }
+    progress.finished(worker, lines);
+  };
 
   auto work = [&](int worker) {
     // One LibTorch thread per job, however many jobs run: results depend on the thread
@@ -692,43 +667,77 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
     // (agents/compute_threads.h).
     agents::limit_compute_threads(1);
     while (true) {
-      if (options.stop && options.stop->load()) return;
       {
         std::lock_guard<std::mutex> lock(sink_mutex);
         if (sink_error) return;
       }
-      std::size_t i = next.fetch_add(1);
-      if (i >= jobs.size()) return;
-      const Job& job = jobs[i];
-      progress.started(worker, i, job);
+      const auto next = queue.next();
+      if (!next) return;
+      const std::size_t i = *next;
       std::vector<agents::LearningCurvePoint> curve;
       CurveRecorder recorder(curve, progress, worker, options.stop);
-      RunResult result;
+      if (i < units.size()) {
+        const Unit& unit = units[i];
+        const AgentConfig& a = *unit.agent;
+        const std::string label = a.name + " (seed " + std::to_string(unit.seed) + ")";
+        progress.started(worker, i, "pretraining " + label, a.budget.max_steps);
+        progress.message("gopt: pretraining " + label + " on " + std::to_string(training.size()) +
+                         (training.size() == 1 ? " graph" : " graphs") + ", up to " +
+                         std::to_string(a.budget.max_steps) + " updates -> " +
+                         pretrain_checkpoint(config, a, unit.seed));
+        std::vector<RunResult> results;
+        try {
+          results = run_unit(shared, unit, training, options, recorder, curve);
+        } catch (const Interrupted&) {
+          queue.ended(i);
+          return;
+        } catch (const std::exception& e) {
+          {
+            std::lock_guard<std::mutex> lock(sink_mutex);
+            unit_failed[i] = 1;
+          }
+          fail(worker, unit.rows, e.what());
+          queue.ended(i);
+          continue;
+        }
+        // The checkpoint is written: its consumers may start while the rows are written.
+        queue.ended(i);
+        if (!write(worker, std::move(results))) return;
+        remove_snapshot(job_snapshots(options, config, a, pretrain_what(config), unit.seed));
+        continue;
+      }
+      const Job& job = jobs[i - units.size()];
+      progress.started(worker, i, job.key.text(), job.agent->budget.max_steps);
+      const auto u = waits_for[i];
+      bool pretraining_failed = false;
+      if (u >= 0) {
+        std::lock_guard<std::mutex> lock(sink_mutex);
+        pretraining_failed = unit_failed[static_cast<std::size_t>(u)] != 0;
+      }
+      if (pretraining_failed) {
+        const Unit& unit = units[static_cast<std::size_t>(u)];
+        fail(worker, {&job},
+             "not run: its pretraining, " + unit.agent->name + " (seed " +
+                 std::to_string(unit.seed) + "), failed");
+        queue.ended(i);
+        continue;
+      }
       const auto snapshots =
           job_snapshots(options, config, *job.agent, job.workload->name, job.key.seed);
+      RunResult result;
       try {
         result = run_job(shared, job, recorder, snapshots);
       } catch (const Interrupted&) {
         return;
       } catch (const std::exception& e) {
-        std::lock_guard<std::mutex> lock(sink_mutex);
-        summary.failures.push_back(job.key.text() + ": " + e.what());
-        progress.finished(worker, job.key.text() + ": FAILED: " + e.what());
+        fail(worker, {&job}, e.what());
+        queue.ended(i);
         continue;
       }
+      queue.ended(i);
       result.learning_curve = std::move(curve);
-      {
-        std::lock_guard<std::mutex> lock(sink_mutex);
-        try {
-          sink.write(result);
-          ++summary.completed;
-        } catch (const std::exception& e) {
-          sink_error = e.what();
-          return;
-        }
-      }
+      if (!write(worker, {std::move(result)})) return;
       remove_snapshot(snapshots);
-      progress.finished(worker, result_line(result));
     }
   };
 
@@ -741,9 +750,9 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
   }
   progress.stop();
   if (sink_error) throw core::Error("writing results: " + *sink_error);
-  summary.interrupted = options.stop && options.stop->load() &&
-                        summary.completed + static_cast<std::int64_t>(summary.failures.size()) <
-                            static_cast<std::int64_t>(jobs.size());
+  summary.interrupted =
+      options.stop && options.stop->load() &&
+      summary.completed + static_cast<std::int64_t>(summary.failures.size()) < rows_to_write;
   summary.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
   return summary;
 }

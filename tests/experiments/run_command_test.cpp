@@ -291,6 +291,65 @@ TEST(RunCommandTest, ParallelPretrainingGivesTheSameResults) {
   expect_same_results(by_key(a), by_key(b));
 }
 
+// With --jobs 2 the other jobs run beside pretraining instead of after it: a baseline's
+// row is written while the policy still trains. Only the zero-shot job waits for its
+// checkpoint.
+TEST(RunCommandTest, BaselinesRunBesidePretraining) {
+  auto dir = temp_dir();
+  auto config = dir / "beside.yaml";
+  std::ofstream(config) << "name: beside\nhardware: p100x2_pcie\nseeds: [1]\nworkloads:\n"
+                           "  - transformer_xl_2\n"
+                           "  - {graph: wavenet_2, held_out: true}\n"
+                           "agents:\n"
+                           "  - name: go_pretrain\n"
+                           "    options: {hidden: 16, segment_length: 8, samples_per_step: 4}\n"
+                           "    budget: {steps: 40}\n"
+                           "  - go_zero_shot\n"
+                           "  - single_device\n";
+  auto r = run_command(kGopt + " run " + config.string() + " --jobs 2 --out " +
+                       (dir / "beside.h5").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto baseline = r.err.find("wavenet_2 / single_device / seed 1: ");
+  const auto pretrained = r.err.find("transformer_xl_2 / go_pretrain / seed 1: ");
+  const auto zero_shot = r.err.find("wavenet_2 / go_zero_shot / seed 1: ");
+  ASSERT_NE(baseline, std::string::npos) << r.err;
+  ASSERT_NE(pretrained, std::string::npos) << r.err;
+  ASSERT_NE(zero_shot, std::string::npos) << r.err;
+  EXPECT_LT(baseline, pretrained) << r.err;
+  EXPECT_LT(pretrained, zero_shot) << r.err;
+  EXPECT_TRUE(contains(r.err, "[4/4] ")) << r.err;  // rows counted, pretraining's included
+}
+
+// A pretraining that fails fails its rows, and the jobs that would read its checkpoint say
+// why they did not run; the other jobs' rows are written.
+TEST(RunCommandTest, ConsumersOfAFailedPretrainingSayWhyTheyDidNotRun) {
+  auto dir = temp_dir();
+  std::ofstream(dir / "a_file") << "not a folder\n";
+  auto config = dir / "failed.yaml";
+  std::ofstream(config) << "name: failed\nhardware: p100x2_pcie\nseeds: [1]\nworkloads:\n"
+                           "  - transformer_xl_2\n"
+                           "  - {graph: wavenet_2, held_out: true}\n"
+                           "agents:\n"
+                           "  - name: go_pretrain\n"
+                           "    options: {hidden: 16, segment_length: 8, samples_per_step: 4,\n"
+                           "              checkpoint: "
+                        << (dir / "a_file" / "p.ckpt").string()
+                        << "}\n"
+                           "    budget: {steps: 2}\n"
+                           "  - go_zero_shot\n"
+                           "  - single_device\n";
+  auto out = dir / "failed.h5";
+  auto r = run_command(kGopt + " run " + config.string() + " --jobs 2 --out " + out.string());
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "transformer_xl_2 / go_pretrain / seed 1: FAILED: ")) << r.err;
+  EXPECT_TRUE(contains(r.err,
+                       "wavenet_2 / go_zero_shot / seed 1: FAILED: not run: its pretraining, "
+                       "go_pretrain (seed 1), failed"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "gopt: error: 2 jobs failed:")) << r.err;
+  EXPECT_EQ(read_results_file(out).results.size(), 2u);  // single_device on both graphs
+}
+
 TEST(RunCommandTest, SigintStopsCleanly) {
   auto dir = temp_dir();
   auto config = write_config(dir, 200, "[1]");
