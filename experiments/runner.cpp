@@ -197,7 +197,19 @@ class Progress {
   // Remaining time: expected durations of the jobs not started, plus what is left of the
   // running ones, spread over the workers.
   std::string eta_text() const {
-    if (done_ >= total_ || times_.empty()) return "";
+    if (done_ >= total_) return "";
+    if (times_.empty()) {
+      // Nothing finished yet (a run's first items are its long pretraining jobs): only the
+      // running learners can be projected, from their updates so far.
+      double longest = -1;
+      for (const auto& r : running_) {
+        if (r.job.empty() || !r.learner || r.max_steps <= 0 || r.step <= 0) continue;
+        const double so_far = std::chrono::duration<double>(Clock::now() - r.start).count();
+        longest = std::max(longest, so_far * static_cast<double>(r.max_steps - r.step) /
+                                        static_cast<double>(r.step));
+      }
+      return longest < 0 ? "" : ", running jobs done in about " + clock_text(longest);
+    }
     double remaining = 0;
     for (std::size_t i = 0; i < items_.size(); ++i) {
       if (!started_[i]) remaining += times_.expected_s(items_[i].agent, items_[i].nodes);

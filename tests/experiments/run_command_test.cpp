@@ -320,6 +320,27 @@ TEST(RunCommandTest, BaselinesRunBesidePretraining) {
   EXPECT_TRUE(contains(r.err, "[4/4] ")) << r.err;  // rows counted, pretraining's included
 }
 
+// Before any job has finished (a run that starts with pretraining), the heartbeat still
+// says how far the running learners are and when they should be done.
+TEST(RunCommandTest, TheHeartbeatProjectsRunningLearnersBeforeAnyJobFinished) {
+  auto dir = temp_dir();
+  auto config = dir / "heartbeat.yaml";
+  std::ofstream(config) << "name: heartbeat\nhardware: p100x2_pcie\nseeds: [1]\nworkloads:\n"
+                           "  - transformer_xl_2\n"
+                           "  - {graph: wavenet_2, held_out: true}\n"
+                           "agents:\n"
+                           "  - name: go_pretrain\n"
+                           "    options: {hidden: 16, segment_length: 8, samples_per_step: 4}\n"
+                           "    budget: {steps: 120}\n"
+                           "  - go_zero_shot\n";
+  auto r = run_command(kGopt + " run " + config.string() + " --heartbeat 0.2 --out " +
+                       (dir / "heartbeat.h5").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "[0/2] running  pretraining go_pretrain (seed 1) (step ")) << r.err;
+  EXPECT_TRUE(contains(r.err, "/120)  (elapsed ")) << r.err;
+  EXPECT_TRUE(contains(r.err, ", running jobs done in about ")) << r.err;
+}
+
 // A pretraining that fails fails its rows, and the jobs that would read its checkpoint say
 // why they did not run; the other jobs' rows are written.
 TEST(RunCommandTest, ConsumersOfAFailedPretrainingSayWhyTheyDidNotRun) {
