@@ -109,6 +109,12 @@ class TransferableAgent : public Agent {
   /// Trains one policy on all `environments` within `budget` (updates over all graphs).
   virtual void train_on_set(const std::vector<Environment*>& environments,
                             const TrainBudget& budget, TrainingObserver* observer) = 0;
+  /// Validation graphs for the next train_on_set (model selection; none by default): the
+  /// checkpoint it writes is then the policy that did best on them, checked at intervals
+  /// the agent's options set, instead of the last one. Not trained on.
+  virtual void set_validation(std::vector<Environment*> environments) = 0;
+  /// Updates behind the policy the checkpoint holds (after train_on_set).
+  [[nodiscard]] virtual std::int64_t checkpoint_steps() const = 0;
   /// Writes the policy, the optimizer state and the options to `path` (atomically).
   virtual void save_checkpoint(const std::string& path) const = 0;
   /// Where train_on_set's result goes, from the agent's `checkpoint` option ("" = unset).

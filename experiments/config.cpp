@@ -265,7 +265,8 @@ class Reader {
 const std::vector<std::string> kTopKeys = {"name",   "description", "table",   "hardware",
                                            "seed",   "seeds",       "repeats", "workloads",
                                            "agents", "validation",  "output"};
-const std::vector<std::string> kWorkloadKeys = {"name", "graph", "set", "onnx", "held_out"};
+const std::vector<std::string> kWorkloadKeys = {"name", "graph",    "set",
+                                                "onnx", "held_out", "pretrain_validation"};
 const std::vector<std::string> kAgentKeys = {"name", "agent", "options", "budget"};
 const std::vector<std::string> kBudgetKeys = {"steps", "samples", "seconds"};
 const std::vector<std::string> kTables = {"placement", "generalization", "multitask", "validation"};
@@ -337,6 +338,14 @@ class ConfigParser {
       parse_agents(n, c);
     } else {
       r_.problem(root, "agents", "missing required key 'agents' (a list of agents)");
+    }
+    if (!validation_workloads_.empty() &&
+        std::none_of(c.agents.begin(), c.agents.end(),
+                     [](const AgentConfig& a) { return a.type == "go_pretrain"; })) {
+      const auto& [node, field] = validation_workloads_.front();
+      r_.problem(node, field + ".pretrain_validation",
+                 "only go_pretrain uses validation graphs, and this config has no go_pretrain "
+                 "agent");
     }
     if (auto n = root["validation"]) parse_validation(n, c);
     if (auto n = root["output"]) {
@@ -468,6 +477,16 @@ class ConfigParser {
         }
         if (auto h = n["held_out"]) {
           if (auto v = r_.boolean(h, field + ".held_out")) w.held_out = *v;
+        }
+        if (auto h = n["pretrain_validation"]) {
+          if (auto v = r_.boolean(h, field + ".pretrain_validation")) {
+            w.pretrain_validation = *v;
+            if (w.pretrain_validation && w.held_out) {
+              r_.problem(h, field + ".pretrain_validation",
+                         "a workload is a held-out graph or a validation graph, not both");
+            }
+            if (w.pretrain_validation) validation_workloads_.emplace_back(h, field);
+          }
         }
       } else {
         r_.problem(n, field,
@@ -734,6 +753,8 @@ class ConfigParser {
   std::filesystem::path base_dir_;
   const agents::AgentRegistry& agent_registry_;
   const datasets::WorkloadRegistry& workload_registry_;
+  // The `pretrain_validation: true` nodes and their fields, checked against the agents.
+  std::vector<std::pair<YAML::Node, std::string>> validation_workloads_;
 };
 
 std::string yaml_error_text(const YAML::Exception& e) {

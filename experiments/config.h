@@ -44,6 +44,9 @@ struct WorkloadConfig {
   std::int64_t onnx_batch = 0;  ///< batch size for dynamic ONNX dimensions (0: none)
   bool onnx_training = false;   ///< add gradient and update ops to ONNX models
   bool held_out = false;        ///< a held-out graph of a generalization experiment
+  /// A validation graph of a generalization experiment: go_pretrain picks the checkpoint
+  /// on it (model selection); no job runs on it and it has no rows.
+  bool pretrain_validation = false;
 };
 
 /// One agent of an experiment.

@@ -385,8 +385,13 @@ agents::TrainSnapshots job_snapshots(const RunnerOptions& options, const Experim
 std::string pretrain_what(const ExperimentConfig& config) {
   std::string what = "pretrain";
   for (const auto& w : config.workloads) {
-    if (!w.held_out) what += " " + w.name;
+    if (!w.held_out && !w.pretrain_validation) what += " " + w.name;
   }
+  std::string validation;
+  for (const auto& w : config.workloads) {
+    if (w.pretrain_validation) validation += " " + w.name;
+  }
+  if (!validation.empty()) what += " validate" + validation;
   return what;
 }
 
@@ -432,10 +437,13 @@ struct Unit {
 };
 
 // Trains `unit` (continuing from its snapshot if there is one) and returns its rows.
+// `checkpoint_steps`: set to the updates behind the checkpoint's policy.
 std::vector<RunResult> run_unit(const Shared& shared, const Unit& unit,
                                 const std::vector<const WorkloadConfig*>& training,
+                                const std::vector<const WorkloadConfig*>& validation,
                                 const RunnerOptions& options, agents::TrainingObserver& recorder,
-                                const std::vector<agents::LearningCurvePoint>& curve) {
+                                const std::vector<agents::LearningCurvePoint>& curve,
+                                std::int64_t& checkpoint_steps) {
   const ExperimentConfig& config = shared.config;
   const AgentConfig& a = *unit.agent;
   const auto start = Clock::now();
@@ -452,9 +460,19 @@ std::vector<RunResult> run_unit(const Shared& shared, const Unit& unit,
     environments.push_back(std::make_unique<agents::Environment>(problem));
     pointers.push_back(environments.back().get());
   }
+  std::vector<std::unique_ptr<agents::Environment>> validation_environments;
+  std::vector<agents::Environment*> validation_pointers;
+  for (const auto* w : validation) {
+    agents::Problem problem{shared.graphs.at(w->name), shared.cluster, *shared.cost,
+                            job_seed(unit.seed, w->name, a.name)};
+    validation_environments.push_back(std::make_unique<agents::Environment>(problem));
+    validation_pointers.push_back(validation_environments.back().get());
+  }
   const auto snapshots = job_snapshots(options, config, a, pretrain_what(config), unit.seed);
   transferable->set_snapshots(snapshots);
+  transferable->set_validation(validation_pointers);
   transferable->train_on_set(pointers, a.budget, &recorder);
+  checkpoint_steps = transferable->checkpoint_steps();
   std::vector<RunResult> results;
   for (const auto* j : unit.rows) {
     const auto index = static_cast<std::size_t>(
@@ -521,6 +539,7 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
   const bool any_held_out = std::any_of(config.workloads.begin(), config.workloads.end(),
                                         [](const WorkloadConfig& w) { return w.held_out; });
   for (const auto& w : config.workloads) {
+    if (w.pretrain_validation) continue;  // only go_pretrain reads it, to pick its checkpoint
     for (const auto& a : config.agents) {
       const auto role = transfer_role(a.type);
       if (role == TransferRole::kProducer && w.held_out) continue;
@@ -573,7 +592,7 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
   for (const auto& w : config.workloads) {
     bool needed =
         std::any_of(jobs.begin(), jobs.end(), [&](const Job& j) { return j.workload == &w; }) ||
-        (!pretrain_jobs.empty() && !w.held_out);
+        (!pretrain_jobs.empty() && !w.held_out);  // training and validation graphs
     if (!needed) continue;
     datasets::LoadOptions load;
     load.overrides = w.overrides;
@@ -595,8 +614,13 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
     }
   }
   std::vector<const WorkloadConfig*> training;
+  std::vector<const WorkloadConfig*> validation;
   for (const auto& w : config.workloads) {
-    if (!w.held_out) training.push_back(&w);
+    if (w.pretrain_validation) {
+      validation.push_back(&w);
+    } else if (!w.held_out) {
+      training.push_back(&w);
+    }
   }
   // Items: units[0, U), then jobs. A consumer without its own checkpoint reads the first
   // go_pretrain agent's for its seed: it waits for that unit when this run trains it.
@@ -693,13 +717,19 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
         const AgentConfig& a = *unit.agent;
         const std::string label = a.name + " (seed " + std::to_string(unit.seed) + ")";
         progress.started(worker, i, "pretraining " + label, a.budget.max_steps);
-        progress.message("gopt: pretraining " + label + " on " + std::to_string(training.size()) +
-                         (training.size() == 1 ? " graph" : " graphs") + ", up to " +
-                         std::to_string(a.budget.max_steps) + " updates -> " +
-                         pretrain_checkpoint(config, a, unit.seed));
+        progress.message(
+            "gopt: pretraining " + label + " on " + std::to_string(training.size()) +
+            (training.size() == 1 ? " graph" : " graphs") +
+            (validation.empty()
+                 ? std::string()
+                 : " (checkpoint chosen on " + std::to_string(validation.size()) + " validation)") +
+            ", up to " + std::to_string(a.budget.max_steps) + " updates -> " +
+            pretrain_checkpoint(config, a, unit.seed));
         std::vector<RunResult> results;
+        std::int64_t checkpoint_steps = 0;
         try {
-          results = run_unit(shared, unit, training, options, recorder, curve);
+          results = run_unit(shared, unit, training, validation, options, recorder, curve,
+                             checkpoint_steps);
         } catch (const Interrupted&) {
           queue.ended(i);
           return;
@@ -714,6 +744,12 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
         }
         // The checkpoint is written: its consumers may start while the rows are written.
         queue.ended(i);
+        if (!validation.empty()) {
+          progress.message("gopt: " + label + ": the checkpoint holds the policy after update " +
+                           std::to_string(checkpoint_steps) + " of " +
+                           std::to_string(curve.empty() ? 0 : curve.back().step) +
+                           ", the best on the validation graphs");
+        }
         if (!write(worker, std::move(results))) return;
         remove_snapshot(job_snapshots(options, config, a, pretrain_what(config), unit.seed));
         continue;

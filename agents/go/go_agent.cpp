@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -243,9 +244,37 @@ class GoAgent final : public TransferableAgent {
     const auto n = static_cast<std::int64_t>(tasks.size());
     const std::int64_t per_batch =
         options_.graphs_per_batch > 0 ? std::min(options_.graphs_per_batch, n) : n;
+    validation_graphs_.clear();
+    if (!validation_.empty()) {
+      if (options_.checkpoint.empty()) {
+        throw core::Error(name() +
+                          ": validation graphs need a checkpoint file to keep the best "
+                          "policy in");
+      }
+      for (auto* env : validation_) {
+        check_devices(env->problem());
+        ValidationGraph v{env, base_for(env->problem()), make_graph_tensors(env->problem().graph)};
+        set_priors(v.tensors, v.base, env->problem().graph);
+        validation_graphs_.push_back(std::move(v));
+      }
+    }
+    best_validation_ = std::numeric_limits<double>::infinity();
+    best_validation_steps_ = 0;
     run_ppo(tasks, per_batch, budget, budget.max_steps, observer);
-    if (!options_.checkpoint.empty()) save_checkpoint(options_.checkpoint);
+    validation_graphs_.clear();
+    if (validation_.empty()) {
+      checkpoint_steps_ = trained_steps_;
+      if (!options_.checkpoint.empty()) save_checkpoint(options_.checkpoint);
+    } else {
+      // The checkpoint was written at each new best (validate()), the last update included.
+      checkpoint_steps_ = best_validation_steps_;
+    }
   }
+
+  void set_validation(std::vector<Environment*> environments) override {
+    validation_ = std::move(environments);
+  }
+  std::int64_t checkpoint_steps() const override { return checkpoint_steps_; }
 
   void save_checkpoint(const std::string& path) const override {
     if (!policy_) throw core::Error(name() + ": no policy to save (train first)");
@@ -470,6 +499,10 @@ class GoAgent final : public TransferableAgent {
       PpoTask& task = tasks[static_cast<std::size_t>(first + step % size)];
       auto stats = trainer.step(task);
       ++trained_steps_;
+      if (!validation_graphs_.empty() &&
+          ((step + 1) % options_.validate_every == 0 || step + 1 == limit)) {
+        validate(step + 1);
+      }
       LearningCurvePoint point;
       point.step = step + 1;
       point.samples = samples();
@@ -500,6 +533,29 @@ class GoAgent final : public TransferableAgent {
     }
   }
 
+  // Model selection: the policy's zero-shot placements (greedy, moved into memory as
+  // go_zero_shot does) of the validation graphs; when their score beats every earlier
+  // check, the policy after `steps` updates becomes the checkpoint. The score is the mean
+  // log step time over the graphs (each graph weighs the same whatever its size), an
+  // out-of-memory placement counting 10x its time. Greedy and simulated only: neither the
+  // random state nor the training graphs' sample counts change.
+  void validate(std::int64_t steps) {
+    double score = 0;
+    for (auto& v : validation_graphs_) {
+      const core::Decision decision =
+          memory_fitting_decision(policy_, v.tensors, *v.env, v.base, options_.memory_repairs,
+                                  options_.ppo.exploration_block);
+      const Evaluation e = v.env->evaluate(decision);
+      score += std::log(e.step_time_s) + (e.oom ? std::log(10.0) : 0.0);
+    }
+    score /= static_cast<double>(validation_graphs_.size());
+    if (score < best_validation_) {
+      best_validation_ = score;
+      best_validation_steps_ = steps;
+      save_checkpoint(options_.checkpoint);
+    }
+  }
+
   void write_policy_and_optimizer(torch::serialize::OutputArchive& archive) const {
     torch::serialize::OutputArchive policy_archive;
     policy_->save(policy_archive);
@@ -520,6 +576,8 @@ class GoAgent final : public TransferableAgent {
     archive.write("options", c10::IValue(policy_options_text(policy_->options)));
     archive.write("steps", c10::IValue(steps));
     archive.write("trained_steps", c10::IValue(trained_steps_));
+    archive.write("best_validation", c10::IValue(best_validation_));
+    archive.write("best_validation_steps", c10::IValue(best_validation_steps_));
     archive.write("rng", c10::IValue(engine_text(rng_)));
     archive.write("generator", trainer.generator().get_state());
     write_policy_and_optimizer(archive);
@@ -583,6 +641,11 @@ class GoAgent final : public TransferableAgent {
       // Read everything before changing anything.
       const std::int64_t saved_steps = integer("steps");
       const std::int64_t saved_trained = integer("trained_steps");
+      // Snapshots from before validation existed have no validation state: none checked.
+      double saved_best_validation = std::numeric_limits<double>::infinity();
+      std::int64_t saved_best_validation_steps = 0;
+      if (archive.try_read("best_validation", v)) saved_best_validation = v.toDouble();
+      if (archive.try_read("best_validation_steps", v)) saved_best_validation_steps = v.toInt();
       const std::string rng = text("rng");
       torch::Tensor generator;
       archive.read("generator", generator);
@@ -630,6 +693,8 @@ class GoAgent final : public TransferableAgent {
       rng_.engine() = engine;
       steps = saved_steps;
       trained_steps_ = saved_trained;
+      best_validation_ = saved_best_validation;
+      best_validation_steps_ = saved_best_validation_steps;
       for (std::size_t i = 0; i < tasks.size(); ++i) {
         tasks[i].env->restore(states[i].samples, states[i].best_s, std::move(states[i].best));
         tasks[i].reference_s = states[i].reference_s;
@@ -658,6 +723,17 @@ class GoAgent final : public TransferableAgent {
   std::unique_ptr<torch::optim::Adam> optimizer_;
   core::Rng rng_{0};
   std::int64_t trained_steps_ = 0;
+  // Pretraining's model selection (set_validation, validate()).
+  struct ValidationGraph {
+    Environment* env;
+    DecisionBase base;
+    GraphTensors tensors;
+  };
+  std::vector<Environment*> validation_;
+  std::vector<ValidationGraph> validation_graphs_;  // during train_on_set
+  double best_validation_ = std::numeric_limits<double>::infinity();
+  std::int64_t best_validation_steps_ = 0;
+  std::int64_t checkpoint_steps_ = 0;
   std::map<const core::CompiledGraph*, std::pair<DeviceId, core::Decision>> best_;
 };
 
@@ -906,6 +982,9 @@ void register_go(AgentRegistry& registry) {
        "graphs trained together, round robin (0: all)"},
       {"switch_steps", OptionType::kInt, std::to_string(d.switch_steps),
        "updates on one batch of graphs before the next (paper: 1000)"},
+      {"validate_every", OptionType::kInt, std::to_string(d.validate_every),
+       "with validation workloads (pretrain_validation: true): updates between two checks of "
+       "the zero-shot placements on them; the checkpoint keeps the best-checked policy"},
   };
   const std::vector<OptionSpec> checkpoint_in = {
       {"checkpoint", OptionType::kString, "",
@@ -951,6 +1030,10 @@ void register_go(AgentRegistry& registry) {
                   g.checkpoint = o.get_string("checkpoint");
                   g.graphs_per_batch = o.get_int("graphs_per_batch");
                   g.switch_steps = std::max<std::int64_t>(1, o.get_int("switch_steps"));
+                  g.validate_every = o.get_int("validate_every");
+                  if (g.validate_every < 1) {
+                    o.reject("validate_every", "expected a positive number of updates");
+                  }
                   return make_go_agent(g);
                 }});
   registry.add(

@@ -49,6 +49,9 @@ struct GoOptions {
   std::int64_t graphs_per_batch = 0;  ///< pretraining: graphs trained together (0: all)
   std::int64_t switch_steps = 1000;   ///< pretraining: updates before the next batch (paper)
   std::int64_t finetune_steps = 50;   ///< fine-tuning: at most this many updates (paper: <50)
+  /// Pretraining with validation graphs (TransferableAgent::set_validation): updates between
+  /// two checks of the policy's zero-shot placements on them.
+  std::int64_t validate_every = 100;
   /// Zero-shot: at most this many re-placements to move a greedy placement that runs out of
   /// memory into memory (memory_fitting_decision; 0: the greedy placement as it is).
   std::int64_t memory_repairs = 20;

@@ -569,6 +569,81 @@ TEST_F(GoCheckpointTest, PretrainThenZeroShotThenFinetune) {
             check.evaluate(decision).step_time_s);
 }
 
+// With validation graphs the checkpoint is the checked policy whose zero-shot placement of
+// them is best, not the last one; the checks change nothing in training. The policies
+// checked are recomputed here by pretraining as long as each check point (training is
+// deterministic, so a shorter budget gives the same first updates).
+TEST_F(GoCheckpointTest, ValidationKeepsThePolicyThatPlacesTheValidationGraphsBest) {
+  testing::ProblemFixture a(parallel_chains(2, 6), "p100x2_pcie", 1);
+  testing::ProblemFixture b(parallel_chains(3, 4), "p100x2_pcie", 2);
+  testing::ProblemFixture validation(parallel_chains(4, 5), "p100x2_pcie", 4);
+  AgentRegistry r;
+  register_builtin_agents(r);
+  const std::map<std::string, std::string> sizes = {
+      {"hidden", "16"}, {"segment_length", "4"}, {"max_devices", "4"}, {"validate_every", "2"}};
+  auto pretrain = [&](std::int64_t steps, bool validate, const std::string& checkpoint,
+                      Curve& curve) {
+    auto options = sizes;
+    options["checkpoint"] = checkpoint;
+    auto agent = r.create("go_pretrain", options);
+    auto* transferable = dynamic_cast<TransferableAgent*>(agent.get());
+    Environment env_a(a.problem);
+    Environment env_b(b.problem);
+    Environment env_v(validation.problem);
+    if (validate) transferable->set_validation({&env_v});
+    transferable->train_on_set({&env_a, &env_b}, TrainBudget().with_steps(steps), &curve);
+    if (!validate) {
+      EXPECT_EQ(env_v.samples(), 0);
+    }
+    return transferable->checkpoint_steps();
+  };
+  auto zero_shot_s = [&](const std::string& checkpoint) {
+    auto agent = r.create("go_zero_shot", {{"checkpoint", checkpoint}});
+    Environment env(validation.problem);
+    agent->train(env, TrainBudget(), nullptr);
+    return Environment(validation.problem).evaluate(agent->propose(validation.problem)).step_time_s;
+  };
+  const std::string chosen = (dir_ / "chosen.ckpt").string();
+  Curve with_validation;
+  const std::int64_t steps = pretrain(8, true, chosen, with_validation);
+  double best_s = std::numeric_limits<double>::infinity();
+  std::int64_t best_steps = 0;
+  for (std::int64_t k = 2; k <= 8; k += 2) {
+    const std::string path = (dir_ / ("after" + std::to_string(k) + ".ckpt")).string();
+    Curve curve;
+    EXPECT_EQ(pretrain(k, false, path, curve), k);  // without validation: the last policy
+    const double s = zero_shot_s(path);
+    if (s < best_s) {
+      best_s = s;
+      best_steps = k;
+    }
+    if (k == 8) {
+      ASSERT_EQ(curve.points.size(), with_validation.points.size());
+      for (std::size_t i = 0; i < curve.points.size(); ++i) {
+        EXPECT_EQ(curve.points[i].best_step_time_s, with_validation.points[i].best_step_time_s);
+        EXPECT_EQ(curve.points[i].samples, with_validation.points[i].samples);
+      }
+    }
+  }
+  EXPECT_EQ(steps, best_steps);
+  EXPECT_LT(best_steps, 8);  // an earlier policy here, so the last one would not pass
+  EXPECT_EQ(zero_shot_s(chosen), best_s);
+}
+
+TEST_F(GoCheckpointTest, ValidationNeedsACheckpointFile) {
+  testing::ProblemFixture a(parallel_chains(2, 3), "p100x2_pcie", 1);
+  AgentRegistry r;
+  register_builtin_agents(r);
+  auto agent = r.create("go_pretrain", {{"hidden", "16"}, {"segment_length", "4"}});
+  auto* transferable = dynamic_cast<TransferableAgent*>(agent.get());
+  Environment env(a.problem);
+  Environment env_v(a.problem);
+  transferable->set_validation({&env_v});
+  EXPECT_THROW(transferable->train_on_set({&env}, TrainBudget().with_steps(2), nullptr),
+               core::Error);
+  EXPECT_THROW(r.create("go_pretrain", {{"validate_every", "0"}}), core::InputError);
+}
+
 TEST_F(GoCheckpointTest, BadCheckpointsAreClearErrors) {
   testing::ProblemFixture f(parallel_chains(2, 3), "p100x4_pcie", 1);
   AgentRegistry r;

@@ -215,6 +215,44 @@ agents:
   EXPECT_NE(all.find("agents[1].name: agent name 'hdp' is used twice"), std::string::npos) << all;
 }
 
+// Validation graphs (go_pretrain's model selection): a workload is one or held out, never
+// both, and only a config with a go_pretrain agent may have them.
+TEST_F(ConfigTest, ValidationWorkloads) {
+  auto good = parse(R"(name: demo
+hardware: p100x4_pcie
+workloads:
+  - transformer_xl_2
+  - {graph: wavenet_2, pretrain_validation: true}
+  - {graph: wavenet_4, held_out: true}
+agents: [go_pretrain, go_zero_shot]
+)");
+  ASSERT_EQ(good.workloads.size(), 3u);
+  EXPECT_FALSE(good.workloads[0].pretrain_validation);
+  EXPECT_TRUE(good.workloads[1].pretrain_validation);
+  EXPECT_FALSE(good.workloads[1].held_out);
+
+  std::string all;
+  for (const auto& x : problems(R"(name: demo
+hardware: p100x4_pcie
+workloads:
+  - transformer_xl_2
+  - {graph: wavenet_2, pretrain_validation: true, held_out: true}
+  - {graph: wavenet_4, pretrain_validation: yes please}
+agents: [hdp]
+)")) {
+    all += x.text() + "\n";
+  }
+  EXPECT_NE(all.find("exp.yaml:5:45: workloads[1].pretrain_validation: a workload is a held-out "
+                     "graph or a validation graph, not both"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("workloads[2].pretrain_validation:"), std::string::npos) << all;
+  EXPECT_NE(all.find("exp.yaml:5:45: workloads[1].pretrain_validation: only go_pretrain uses "
+                     "validation graphs, and this config has no go_pretrain agent"),
+            std::string::npos)
+      << all;
+}
+
 TEST_F(ConfigTest, NotYamlNamesTheLine) {
   auto p = problems("name: demo\nagents: [a, b\n");
   ASSERT_EQ(p.size(), 1u);

@@ -471,6 +471,12 @@ TEST(ShippedConfigsTest, SmallVariantsRunAndPrintTheirTables) {
       EXPECT_TRUE(contains(run.err, "wavenet_2 / go_zero_shot / seed 1")) << run.err;
       EXPECT_FALSE(contains(run.err, "transformer_xl_2 / go_finetune")) << run.err;
       EXPECT_FALSE(contains(run.err, "wavenet_2 / go_pretrain")) << run.err;
+      // The validation graph picks the checkpoint and has no rows.
+      EXPECT_TRUE(contains(run.err,
+                           "go_pretrain (seed 1): the checkpoint holds the policy after "
+                           "update "))
+          << run.err;
+      EXPECT_FALSE(contains(run.err, "transformer_xl_3 / ")) << run.err;
     }
   }
 }
