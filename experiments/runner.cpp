@@ -630,9 +630,10 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
   }
   std::vector<std::ptrdiff_t> waits_for(units.size(), -1);
   std::vector<Progress::Item> items;
-  double training_nodes = 0;
+  double training_nodes = 0;  // the graphs are loaded only when some unit trains on them
   for (const auto* w : training) {
-    training_nodes += static_cast<double>(shared.graphs.at(w->name).num_nodes());
+    if (!units.empty())
+      training_nodes += static_cast<double>(shared.graphs.at(w->name).num_nodes());
   }
   for (const auto& u : units) {
     items.push_back({u.agent->name, training_nodes, static_cast<std::int64_t>(u.rows.size())});
