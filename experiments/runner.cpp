@@ -452,22 +452,20 @@ std::vector<RunResult> run_unit(const Shared& shared, const Unit& unit,
   auto agent = shared.registry.create(a.type, agent_options, config.source);
   auto* transferable = dynamic_cast<agents::TransferableAgent*>(agent.get());
   if (!transferable) throw core::Error("agent '" + a.type + "' cannot pretrain");
-  std::vector<std::unique_ptr<agents::Environment>> environments;
-  std::vector<agents::Environment*> pointers;
-  for (const auto* w : training) {
-    agents::Problem problem{shared.graphs.at(w->name), shared.cluster, *shared.cost,
-                            job_seed(unit.seed, w->name, a.name)};
-    environments.push_back(std::make_unique<agents::Environment>(problem));
-    pointers.push_back(environments.back().get());
-  }
-  std::vector<std::unique_ptr<agents::Environment>> validation_environments;
-  std::vector<agents::Environment*> validation_pointers;
-  for (const auto* w : validation) {
-    agents::Problem problem{shared.graphs.at(w->name), shared.cluster, *shared.cost,
-                            job_seed(unit.seed, w->name, a.name)};
-    validation_environments.push_back(std::make_unique<agents::Environment>(problem));
-    validation_pointers.push_back(validation_environments.back().get());
-  }
+  // One environment per graph (owned), and the pointers the agent takes.
+  std::vector<std::unique_ptr<agents::Environment>> owned;
+  auto environments_of = [&](const std::vector<const WorkloadConfig*>& workloads) {
+    std::vector<agents::Environment*> pointers;
+    for (const auto* w : workloads) {
+      agents::Problem problem{shared.graphs.at(w->name), shared.cluster, *shared.cost,
+                              job_seed(unit.seed, w->name, a.name)};
+      owned.push_back(std::make_unique<agents::Environment>(problem));
+      pointers.push_back(owned.back().get());
+    }
+    return pointers;
+  };
+  const auto pointers = environments_of(training);
+  const auto validation_pointers = environments_of(validation);
   const auto snapshots = job_snapshots(options, config, a, pretrain_what(config), unit.seed);
   transferable->set_snapshots(snapshots);
   transferable->set_validation(validation_pointers);
@@ -477,7 +475,7 @@ std::vector<RunResult> run_unit(const Shared& shared, const Unit& unit,
   for (const auto* j : unit.rows) {
     const auto index = static_cast<std::size_t>(
         std::find(training.begin(), training.end(), j->workload) - training.begin());
-    results.push_back(result_of(shared, *j, *agent, agent_options, *environments[index], start));
+    results.push_back(result_of(shared, *j, *agent, agent_options, *pointers[index], start));
     results.back().learning_curve = curve;
   }
   return results;
