@@ -109,7 +109,7 @@ class TransferableAgent : public Agent {
   /// Trains one policy on all `environments` within `budget` (updates over all graphs).
   virtual void train_on_set(const std::vector<Environment*>& environments,
                             const TrainBudget& budget, TrainingObserver* observer) = 0;
-  /// Validation graphs for the next train_on_set (model selection; none by default): the
+  /// Validation graphs for train_on_set (model selection; none by default): the
   /// checkpoint it writes is then the policy that did best on them, checked at intervals
   /// the agent's options set, instead of the last one. Not trained on.
   virtual void set_validation(std::vector<Environment*> environments) = 0;

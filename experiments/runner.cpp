@@ -383,16 +383,16 @@ agents::TrainSnapshots job_snapshots(const RunnerOptions& options, const Experim
 // The job's snapshot, and the temporary file of a write that a kill interrupted.
 // What a pretraining job's snapshot is of: its training graphs.
 std::string pretrain_what(const ExperimentConfig& config) {
-  std::string what = "pretrain";
-  for (const auto& w : config.workloads) {
-    if (!w.held_out && !w.pretrain_validation) what += " " + w.name;
-  }
+  std::string training = "pretrain";
   std::string validation;
   for (const auto& w : config.workloads) {
-    if (w.pretrain_validation) validation += " " + w.name;
+    if (w.pretrain_validation) {
+      validation += " " + w.name;
+    } else if (!w.held_out) {
+      training += " " + w.name;
+    }
   }
-  if (!validation.empty()) what += " validate" + validation;
-  return what;
+  return validation.empty() ? training : training + " validate" + validation;
 }
 
 void remove_snapshot(const agents::TrainSnapshots& s) {
@@ -620,29 +620,29 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
       training.push_back(&w);
     }
   }
-  // Items: units[0, U), then jobs. A consumer without its own checkpoint reads the first
-  // go_pretrain agent's for its seed: it waits for that unit when this run trains it.
-  const AgentConfig* producer = nullptr;
-  for (const auto& a : config.agents) {
-    if (!producer && transfer_role(a.type) == TransferRole::kProducer) producer = &a;
-  }
+  // Items: units[0, U), then jobs. A consumer waits for the unit that writes the checkpoint
+  // it reads (its own `checkpoint` option, else the first go_pretrain agent's for its
+  // seed) when this run trains it.
   std::vector<std::ptrdiff_t> waits_for(units.size(), -1);
   std::vector<Progress::Item> items;
-  double training_nodes = 0;  // the graphs are loaded only when some unit trains on them
-  for (const auto* w : training) {
-    if (!units.empty())
+  double training_nodes = 0;
+  if (!units.empty()) {  // else the training graphs were not loaded
+    for (const auto* w : training) {
       training_nodes += static_cast<double>(shared.graphs.at(w->name).num_nodes());
+    }
   }
   for (const auto& u : units) {
     items.push_back({u.agent->name, training_nodes, static_cast<std::int64_t>(u.rows.size())});
   }
   for (const auto& j : jobs) {
     std::ptrdiff_t b = -1;
-    const auto given = j.agent->options.find("checkpoint");
-    const bool own_checkpoint = given != j.agent->options.end() && !given->second.empty();
-    if (transfer_role(j.agent->type) == TransferRole::kConsumer && !own_checkpoint) {
-      for (std::size_t u = 0; u < units.size(); ++u) {
-        if (units[u].agent == producer && units[u].seed == j.key.seed) {
+    if (transfer_role(j.agent->type) == TransferRole::kConsumer) {
+      const auto given = j.agent->options.find("checkpoint");
+      const std::string reads = given != j.agent->options.end() && !given->second.empty()
+                                    ? given->second
+                                    : default_checkpoint(config, j.key.seed);
+      for (std::size_t u = 0; u < units.size() && b < 0; ++u) {
+        if (pretrain_checkpoint(config, *units[u].agent, units[u].seed) == reads) {
           b = static_cast<std::ptrdiff_t>(u);
         }
       }

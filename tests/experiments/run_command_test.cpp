@@ -341,6 +341,35 @@ TEST(RunCommandTest, TheHeartbeatProjectsRunningLearnersBeforeAnyJobFinished) {
   EXPECT_TRUE(contains(r.err, ", running jobs done in about ")) << r.err;
 }
 
+// A consumer that names the checkpoint file itself waits for the pretraining that writes
+// that file, as one that reads the default does.
+TEST(RunCommandTest, AConsumerNamingTheCheckpointWaitsForItsPretraining) {
+  auto dir = temp_dir();
+  const auto checkpoint = (dir / "mine.ckpt").string();
+  auto config = dir / "named.yaml";
+  std::ofstream(config) << "name: named\nhardware: p100x2_pcie\nseeds: [1]\nworkloads:\n"
+                           "  - transformer_xl_2\n"
+                           "  - {graph: wavenet_2, held_out: true}\n"
+                           "agents:\n"
+                           "  - name: go_pretrain\n"
+                           "    options: {hidden: 16, segment_length: 8, samples_per_step: 4, "
+                           "checkpoint: "
+                        << checkpoint
+                        << "}\n"
+                           "    budget: {steps: 20}\n"
+                           "  - name: go_zero_shot\n"
+                           "    options: {checkpoint: "
+                        << checkpoint << "}\n";
+  auto r = run_command(kGopt + " run " + config.string() + " --jobs 2 --out " +
+                       (dir / "named.h5").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto pretrained = r.err.find("transformer_xl_2 / go_pretrain / seed 1: ");
+  const auto zero_shot = r.err.find("wavenet_2 / go_zero_shot / seed 1: ");
+  ASSERT_NE(pretrained, std::string::npos) << r.err;
+  ASSERT_NE(zero_shot, std::string::npos) << r.err;
+  EXPECT_LT(pretrained, zero_shot) << r.err;
+}
+
 // A pretraining that fails fails its rows, and the jobs that would read its checkpoint say
 // why they did not run; the other jobs' rows are written.
 TEST(RunCommandTest, ConsumersOfAFailedPretrainingSayWhyTheyDidNotRun) {
