@@ -383,6 +383,7 @@ RunMetadata read_metadata(const std::string& file, hid_t f) {
   m.git_revision = text("git_revision");
   m.host = text("host");
   m.start_time = text("start_time");
+  m.cpu_numerics = text("cpu_numerics");
   return m;
 }
 
@@ -492,6 +493,7 @@ void Hdf5Sink::begin(const RunMetadata& m) {
   root.attr("gopt_version", m.gopt_version);
   root.attr("git_revision", m.git_revision);
   root.attr("host", m.host);
+  root.attr("cpu_numerics", m.cpu_numerics);
   impl_->flush();
 }
 

@@ -81,6 +81,9 @@ struct RunMetadata {
   std::string git_revision;
   std::string host;
   std::string start_time;  ///< ISO 8601, UTC
+  /// The CPU code paths the learned agents' float arithmetic took
+  /// (agents::cpu_numerics_description(); results differ between them).
+  std::string cpu_numerics;
 };
 
 /// Receives results as they finish. Calls come from one thread at a time (the runner

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "agents/cpu_numerics.h"
 #include "core/errors.h"
 #include "experiments/cli.h"
 #include "experiments/config.h"
@@ -132,6 +133,7 @@ int run_experiment_command(const RunArgs& args, CliContext& ctx) {
   metadata.git_revision = std::string(git_revision());
   metadata.host = host_name();
   metadata.start_time = utc_now();
+  metadata.cpu_numerics = agents::cpu_numerics_description();
 
   // Training snapshots of unfinished jobs live beside the results file; a run that does not
   // resume that file starts its jobs over, so older snapshots there are stale.

@@ -7,6 +7,8 @@
 #include <limits>
 #include <vector>
 
+#include "agents/cpu_numerics.h"
+
 namespace gopt::agents::go {
 namespace {
 
@@ -392,10 +394,10 @@ template <int kD>
   }
 }
 
-// The kernel for the instruction sets of the machine, chosen once by what the CPU supports
-// (the policy's hot loop: 4x wider vectors with AVX-512 than with the x86-64 baseline).
-// Results differ between instruction sets in the last bits (fused multiply-adds), never
-// between runs on one machine.
+// The kernel for an instruction set (the policy's hot loop: 4x wider vectors with AVX-512
+// than with the x86-64 baseline). Results differ between instruction sets in the last bits
+// (fused multiply-adds), never between runs on one path: cpu_kernel_path() picks the
+// widest this CPU runs unless GOPT_CPU_KERNEL or a test forces another.
 using SegmentsKernel = void (*)(const Views&, std::int64_t, std::int64_t, bool);
 
 #define GOPT_SEGMENTS_KERNEL(name, attributes)                                                \
@@ -409,18 +411,20 @@ GOPT_SEGMENTS_KERNEL(segments_avx512, __attribute__((target("avx512f,avx512vl,av
 #endif
 #undef GOPT_SEGMENTS_KERNEL
 
-SegmentsKernel segments_kernel() {
-  static const SegmentsKernel chosen = [] {
+SegmentsKernel segments_kernel(CpuKernelPath path) {
 #if defined(__x86_64__) && defined(__GNUC__)
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl")) {
+  switch (path) {
+    case CpuKernelPath::kAvx512:
       return segments_avx512;
-    }
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return segments_avx2;
+    case CpuKernelPath::kAvx2:
+      return segments_avx2;
+    case CpuKernelPath::kBaseline:
+      break;
+  }
+#else
+  (void)path;
 #endif
-    return segments_baseline;
-  }();
-  return chosen;
+  return segments_baseline;
 }
 
 Views views_of(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
@@ -456,8 +460,9 @@ class SegmentAttentionFunction : public torch::autograd::Function<SegmentAttenti
     auto out = torch::empty_like(q);
     a.probs = probs.data_ptr<float>();
     a.out = out.data_ptr<float>();
+    const SegmentsKernel kernel = segments_kernel(cpu_kernel_path());
     at::parallel_for(0, a.segments, 1, [&](std::int64_t begin, std::int64_t end) {
-      segments_kernel()(a, begin, end, /*backward=*/false);
+      kernel(a, begin, end, /*backward=*/false);
     });
     ctx->save_for_backward({q, k, v, bias, probs});
     ctx->saved_data["heads"] = heads;
@@ -487,8 +492,9 @@ class SegmentAttentionFunction : public torch::autograd::Function<SegmentAttenti
     a.grad_k = grad_k.data_ptr<float>();
     a.grad_v = grad_v.data_ptr<float>();
     a.grad_bias = grad_bias_per_segment.data_ptr<float>();
+    const SegmentsKernel kernel = segments_kernel(cpu_kernel_path());
     at::parallel_for(0, a.segments, 1, [&](std::int64_t begin, std::int64_t end) {
-      segments_kernel()(a, begin, end, /*backward=*/true);
+      kernel(a, begin, end, /*backward=*/true);
     });
     // Summed over segments in one fixed order: the same whatever the thread count.
     auto grad_bias = torch::zeros_like(bias);

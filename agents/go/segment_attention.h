@@ -25,7 +25,8 @@ inline constexpr double kMaskedLogit = -1e9;
 /// values are detached: no gradient reaches k or v through a segment's memory. Returns
 /// [S, L, hidden], zero on padding rows. Scale q beforehand (1 / sqrt(head size)).
 ///
-/// CPU float tensors take the fused kernel (deterministic and independent of the thread
+/// CPU float tensors take the fused kernel, compiled for the instruction set that
+/// agents::cpu_kernel_path() names (deterministic on one path and independent of the thread
 /// count); anything else takes segment_attention_reference.
 ///
 ///   auto out = segment_attention(q_(seg) / std::sqrt(32.0), k_(seg), v_(seg), bias, 2, n);

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "agents/compute_threads.h"
+#include "agents/cpu_numerics.h"
 #include "agents/go/go_agent.h"
 #include "agents/go/go_features.h"
 #include "agents/go/go_inspect.h"
@@ -104,45 +105,77 @@ TEST(GoPolicyTest, SegmentMemoryIsGradientStopped) {
 // The fused CPU kernel against the same computation in LibTorch ops, values and gradients:
 // every head size the kernel serves (16, 32, 64, 128) and two it leaves to the reference
 // (4, 20); one segment or many, with and without padding, score rows of whole vectors or
-// not (segments of 24: rows of 48 keys, 24 in the first segment).
+// not (segments of 24: rows of 48 keys, 24 in the first segment); on every code path this
+// CPU runs (baseline x86-64, AVX2, AVX-512).
 TEST(GoPolicyTest, FusedSegmentAttentionMatchesTheReference) {
   struct Case {
     std::int64_t nodes, length, hidden, heads;
   };
-  for (const Case c : {Case{12, 4, 8, 2}, Case{3, 4, 8, 1}, Case{200, 16, 48, 3},
-                       Case{1000, 64, 64, 2}, Case{777, 32, 64, 4}, Case{130, 64, 128, 2},
-                       Case{100, 8, 40, 2}, Case{70, 24, 32, 1}, Case{150, 32, 128, 1}}) {
-    SCOPED_TRACE(::testing::Message() << c.nodes << " nodes, segments of " << c.length << ", "
-                                      << c.hidden << " hidden, " << c.heads << " heads");
-    torch::manual_seed(c.nodes);
-    const std::int64_t segments = (c.nodes + c.length - 1) / c.length;
-    auto make = [&] { return torch::randn({segments, c.length, c.hidden}).requires_grad_(true); };
-    auto q = make();
-    auto k = make();
-    auto v = make();
-    auto bias = (0.3 * torch::randn({c.heads, 3 * c.length})).requires_grad_(true);
-    // Gradients of padding rows are zero upstream (the layer slices them off).
-    auto real = torch::arange(segments * c.length).lt(c.nodes).view({segments, c.length, 1});
-    auto grad_out = torch::randn({segments, c.length, c.hidden}) * real.to(torch::kFloat);
-    auto expected = segment_attention_reference(q, k, v, bias, c.heads, c.nodes);
-    auto actual = segment_attention(q, k, v, bias, c.heads, c.nodes);
-    // The served head sizes really take the kernel (its autograd node), the others not.
-    const std::int64_t head = c.hidden / c.heads;
-    const bool served = head == 16 || head == 32 || head == 64 || head == 128;
-    ASSERT_TRUE(actual.grad_fn());
-    EXPECT_EQ(actual.grad_fn()->name().find("SegmentAttention") != std::string::npos, served)
-        << actual.grad_fn()->name();
-    EXPECT_TRUE(torch::allclose(actual, expected, 1e-4, 1e-5));
-    EXPECT_EQ(actual.masked_select(real.logical_not()).abs().sum().item<float>(), 0.0F);
-    auto expected_grads = torch::autograd::grad({expected}, {q, k, v, bias}, {grad_out});
-    auto actual_grads = torch::autograd::grad({actual}, {q, k, v, bias}, {grad_out});
-    const char* names[] = {"q", "k", "v", "rel_bias"};
-    for (std::size_t i = 0; i < 4; ++i) {
-      EXPECT_TRUE(torch::allclose(actual_grads[i], expected_grads[i], 1e-4, 1e-4))
-          << "gradient of " << names[i] << " off by "
-          << (actual_grads[i] - expected_grads[i]).abs().max().item<float>();
+  const CpuKernelPath entry_path = cpu_kernel_path();
+  for (const auto path : {CpuKernelPath::kBaseline, CpuKernelPath::kAvx2, CpuKernelPath::kAvx512}) {
+    if (!cpu_supports(path)) continue;
+    set_cpu_kernel_path(path);
+    ASSERT_EQ(cpu_kernel_path(), path);
+    for (const Case c : {Case{12, 4, 8, 2}, Case{3, 4, 8, 1}, Case{200, 16, 48, 3},
+                         Case{1000, 64, 64, 2}, Case{777, 32, 64, 4}, Case{130, 64, 128, 2},
+                         Case{100, 8, 40, 2}, Case{70, 24, 32, 1}, Case{150, 32, 128, 1}}) {
+      SCOPED_TRACE(::testing::Message()
+                   << to_string(path) << " path, " << c.nodes << " nodes, segments of " << c.length
+                   << ", " << c.hidden << " hidden, " << c.heads << " heads");
+      torch::manual_seed(c.nodes);
+      const std::int64_t segments = (c.nodes + c.length - 1) / c.length;
+      auto make = [&] { return torch::randn({segments, c.length, c.hidden}).requires_grad_(true); };
+      auto q = make();
+      auto k = make();
+      auto v = make();
+      auto bias = (0.3 * torch::randn({c.heads, 3 * c.length})).requires_grad_(true);
+      // Gradients of padding rows are zero upstream (the layer slices them off).
+      auto real = torch::arange(segments * c.length).lt(c.nodes).view({segments, c.length, 1});
+      auto grad_out = torch::randn({segments, c.length, c.hidden}) * real.to(torch::kFloat);
+      auto expected = segment_attention_reference(q, k, v, bias, c.heads, c.nodes);
+      auto actual = segment_attention(q, k, v, bias, c.heads, c.nodes);
+      // The served head sizes really take the kernel (its autograd node), the others not.
+      const std::int64_t head = c.hidden / c.heads;
+      const bool served = head == 16 || head == 32 || head == 64 || head == 128;
+      ASSERT_TRUE(actual.grad_fn());
+      EXPECT_EQ(actual.grad_fn()->name().find("SegmentAttention") != std::string::npos, served)
+          << actual.grad_fn()->name();
+      EXPECT_TRUE(torch::allclose(actual, expected, 1e-4, 1e-5));
+      EXPECT_EQ(actual.masked_select(real.logical_not()).abs().sum().item<float>(), 0.0F);
+      auto expected_grads = torch::autograd::grad({expected}, {q, k, v, bias}, {grad_out});
+      auto actual_grads = torch::autograd::grad({actual}, {q, k, v, bias}, {grad_out});
+      const char* names[] = {"q", "k", "v", "rel_bias"};
+      for (std::size_t i = 0; i < 4; ++i) {
+        EXPECT_TRUE(torch::allclose(actual_grads[i], expected_grads[i], 1e-4, 1e-4))
+            << "gradient of " << names[i] << " off by "
+            << (actual_grads[i] - expected_grads[i]).abs().max().item<float>();
+      }
     }
   }
+  set_cpu_kernel_path(entry_path);
+}
+
+// The kernel path is the widest the CPU runs unless forced; forcing one the CPU lacks is an
+// input error that names it.
+TEST(GoPolicyTest, KernelPathIsSelectableAndNamedInTheProvenance) {
+  EXPECT_TRUE(cpu_supports(CpuKernelPath::kBaseline));
+  EXPECT_TRUE(cpu_supports(native_cpu_kernel_path()));
+  const CpuKernelPath entry_path = cpu_kernel_path();
+  for (const auto path : {CpuKernelPath::kBaseline, CpuKernelPath::kAvx2, CpuKernelPath::kAvx512}) {
+    SCOPED_TRACE(to_string(path));
+    if (cpu_supports(path)) {
+      set_cpu_kernel_path(path);
+      EXPECT_EQ(cpu_kernel_path(), path);
+      const std::string said = cpu_numerics_description();
+      EXPECT_EQ(said.rfind("gopt kernels " + std::string(to_string(path)), 0), 0u) << said;
+      EXPECT_NE(said.find("; ATen "), std::string::npos) << said;
+      EXPECT_NE(said.find("; OpenBLAS "), std::string::npos) << said;
+    } else {
+      EXPECT_THROW(set_cpu_kernel_path(path), core::InputError);
+      EXPECT_EQ(cpu_kernel_path(), entry_path);
+    }
+  }
+  set_cpu_kernel_path(entry_path);
 }
 
 // Half the smallest normal float is subnormal: kept normally, 0 while the guard lives, and

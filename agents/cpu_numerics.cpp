@@ -1,0 +1,123 @@
+#include "agents/cpu_numerics.h"
+
+#include <ATen/Version.h>
+#include <dlfcn.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+
+#include "core/errors.h"
+
+namespace gopt::agents {
+namespace {
+
+constexpr const char* kVariable = "GOPT_CPU_KERNEL";
+
+// The forced path, or -1 while none is set or read yet.
+std::atomic<int> g_forced_path{-1};
+std::once_flag g_environment_read;
+
+CpuKernelPath parse_environment() {
+  const char* value = std::getenv(kVariable);
+  if (value == nullptr || *value == '\0' || std::string_view(value) == "native") {
+    return native_cpu_kernel_path();
+  }
+  const std::string_view v(value);
+  for (auto path : {CpuKernelPath::kBaseline, CpuKernelPath::kAvx2, CpuKernelPath::kAvx512}) {
+    if (v != to_string(path)) continue;
+    if (!cpu_supports(path)) {
+      throw core::InputError("environment", kVariable,
+                             "this CPU does not run the '" + std::string(v) +
+                                 "' path; it runs up to '" +
+                                 std::string(to_string(native_cpu_kernel_path())) + "'");
+    }
+    return path;
+  }
+  throw core::InputError(
+      "environment", kVariable,
+      "expected baseline, avx2, avx512 or native, found '" + std::string(v) + "'");
+}
+
+// "X" from the "CPU capability usage: X" line of LibTorch's build summary.
+std::string aten_capability() {
+  const std::string config = at::show_config();
+  const std::string key = "CPU capability usage: ";
+  const auto at = config.find(key);
+  if (at == std::string::npos) return "unknown";
+  const auto begin = at + key.size();
+  return config.substr(begin, config.find('\n', begin) - begin);
+}
+
+// What OpenBLAS says it picked, when OpenBLAS is the loaded BLAS.
+std::string openblas_core() {
+  using CoreName = char* (*)();
+  auto* symbol = dlsym(RTLD_DEFAULT, "openblas_get_corename");
+  if (symbol == nullptr) return "unknown";
+  const char* name = reinterpret_cast<CoreName>(symbol)();
+  return name == nullptr ? "unknown" : name;
+}
+
+}  // namespace
+
+std::string_view to_string(CpuKernelPath path) {
+  switch (path) {
+    case CpuKernelPath::kBaseline:
+      return "baseline";
+    case CpuKernelPath::kAvx2:
+      return "avx2";
+    case CpuKernelPath::kAvx512:
+      return "avx512";
+  }
+  return "baseline";
+}
+
+bool cpu_supports(CpuKernelPath path) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  switch (path) {
+    case CpuKernelPath::kBaseline:
+      return true;
+    case CpuKernelPath::kAvx2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case CpuKernelPath::kAvx512:
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+             __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  }
+  return false;
+#else
+  return path == CpuKernelPath::kBaseline;
+#endif
+}
+
+CpuKernelPath native_cpu_kernel_path() {
+  if (cpu_supports(CpuKernelPath::kAvx512)) return CpuKernelPath::kAvx512;
+  if (cpu_supports(CpuKernelPath::kAvx2)) return CpuKernelPath::kAvx2;
+  return CpuKernelPath::kBaseline;
+}
+
+CpuKernelPath cpu_kernel_path() {
+  std::call_once(g_environment_read, [] {
+    const auto parsed = parse_environment();
+    int unset = -1;
+    g_forced_path.compare_exchange_strong(unset, static_cast<int>(parsed));
+  });
+  return static_cast<CpuKernelPath>(g_forced_path.load());
+}
+
+void set_cpu_kernel_path(CpuKernelPath path) {
+  if (!cpu_supports(path)) {
+    throw core::InputError("set_cpu_kernel_path", "",
+                           "this CPU does not run the '" + std::string(to_string(path)) + "' path");
+  }
+  g_forced_path.store(static_cast<int>(path));
+}
+
+std::string cpu_numerics_description() {
+  const auto path = cpu_kernel_path();
+  const bool native = path == native_cpu_kernel_path();
+  return "gopt kernels " + std::string(to_string(path)) + (native ? " (native)" : " (forced)") +
+         "; ATen " + aten_capability() + "; OpenBLAS " + openblas_core();
+}
+
+}  // namespace gopt::agents

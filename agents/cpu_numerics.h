@@ -1,0 +1,45 @@
+// Which CPU code paths the learned agents' arithmetic takes, and how to force one. Float
+// rounding differs between AVX-512, AVX2 and baseline x86-64 code (fused multiply-adds,
+// vector widths, summation orders), and a learning trajectory amplifies the last bits, so
+// results are reproducible on one machine and code path, not across CPUs. Tests and
+// researchers force a path to compare; every results file records the one it ran on.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace gopt::agents {
+
+/// The instruction sets gopt's own fused CPU kernels (the GO policy's segment attention)
+/// are compiled for.
+enum class CpuKernelPath { kBaseline, kAvx2, kAvx512 };
+
+/// "baseline", "avx2" or "avx512".
+[[nodiscard]] std::string_view to_string(CpuKernelPath path);
+
+/// Whether this CPU runs `path` (kBaseline: always).
+[[nodiscard]] bool cpu_supports(CpuKernelPath path);
+
+/// The widest path this CPU runs.
+[[nodiscard]] CpuKernelPath native_cpu_kernel_path();
+
+/// The path the fused kernels take in this process: the one set by set_cpu_kernel_path, else
+/// the environment variable GOPT_CPU_KERNEL (`baseline`, `avx2`, `avx512`, or `native`, the
+/// default: the widest this CPU runs), read at the first call. Throws core::InputError
+/// naming GOPT_CPU_KERNEL for an unknown value or a path this CPU lacks.
+[[nodiscard]] CpuKernelPath cpu_kernel_path();
+
+/// Forces `path` for the rest of the process (tests). Throws core::InputError if this CPU
+/// lacks it.
+///
+///   if (cpu_supports(CpuKernelPath::kAvx2)) set_cpu_kernel_path(CpuKernelPath::kAvx2);
+void set_cpu_kernel_path(CpuKernelPath path);
+
+/// One line naming every CPU code path that shapes the agents' float results, for a results
+/// file's provenance:
+/// "gopt kernels avx512 (native); ATen AVX2; OpenBLAS SkylakeX". ATen's path is what
+/// LibTorch reports (ATEN_CPU_CAPABILITY forces it), OpenBLAS's what the library says it
+/// picked (OPENBLAS_CORETYPE forces it), "unknown" where it cannot be read.
+[[nodiscard]] std::string cpu_numerics_description();
+
+}  // namespace gopt::agents

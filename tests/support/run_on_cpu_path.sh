@@ -1,0 +1,38 @@
+#!/bin/sh
+# Runs a test command with every CPU code path that shapes the learned agents' float
+# results forced to one choice (docs/agents.md, "Determinism and CPU code paths"):
+# gopt's fused kernels (GOPT_CPU_KERNEL), LibTorch's ATen kernels (ATEN_CPU_CAPABILITY)
+# and OpenBLAS (OPENBLAS_CORETYPE; Zen is the AMD EPYC development machines' choice).
+# Exits 77, which CTest reports as skipped, when this CPU lacks the path or when the path
+# is the one this CPU takes anyway (the plain test run covers it).
+#
+# Usage: run_on_cpu_path.sh baseline|avx2|avx512 COMMAND [ARGS...]
+set -eu
+path="$1"
+shift
+flags=" $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2) "
+has() {
+  for f in "$@"; do
+    case "$flags" in *" $f "*) ;; *) return 1 ;; esac
+  done
+}
+if has avx512f avx512vl avx2 fma; then native=avx512
+elif has avx2 fma; then native=avx2
+else native=baseline; fi
+case "$path" in
+  baseline) need="" aten=default blas=Prescott ;;
+  avx2) need="avx2 fma" aten=avx2 blas=Zen ;;
+  avx512) need="avx512f avx512vl avx2 fma" aten=avx2 blas=SkylakeX ;;
+  *) echo "run_on_cpu_path.sh: unknown path '$path' (baseline, avx2 or avx512)" >&2; exit 2 ;;
+esac
+# shellcheck disable=SC2086
+if ! has $need; then
+  echo "skipped: this CPU lacks the $path path (it lacks one of: $need)"
+  exit 77
+fi
+if [ "$path" = "$native" ] && [ "$path" != baseline ]; then
+  echo "skipped: $path is this CPU's native path, which the plain test run covers"
+  exit 77
+fi
+echo "running on the $path path: GOPT_CPU_KERNEL=$path ATEN_CPU_CAPABILITY=$aten OPENBLAS_CORETYPE=$blas"
+GOPT_CPU_KERNEL="$path" ATEN_CPU_CAPABILITY="$aten" OPENBLAS_CORETYPE="$blas" exec "$@"
