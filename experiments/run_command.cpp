@@ -108,6 +108,8 @@ int run_experiment_command(const RunArgs& args, CliContext& ctx) {
     ctx.err << "gopt: error: --resume needs a results file, not --out -\n";
     return kExitUsage;
   }
+  // Read before any file is opened: a bad GOPT_CPU_KERNEL must leave an existing file alone.
+  const std::string cpu_numerics = agents::cpu_numerics_description();
   OpenMode mode =
       args.resume ? OpenMode::kResume : (args.overwrite ? OpenMode::kOverwrite : OpenMode::kCreate);
   std::error_code ec;
@@ -133,7 +135,7 @@ int run_experiment_command(const RunArgs& args, CliContext& ctx) {
   metadata.git_revision = std::string(git_revision());
   metadata.host = host_name();
   metadata.start_time = utc_now();
-  metadata.cpu_numerics = agents::cpu_numerics_description();
+  metadata.cpu_numerics = cpu_numerics;
 
   // Training snapshots of unfinished jobs live beside the results file; a run that does not
   // resume that file starts its jobs over, so older snapshots there are stale.

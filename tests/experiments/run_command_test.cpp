@@ -457,6 +457,28 @@ TEST(RunCommandTest, AWorkloadThatFailsToLoadLeavesNoFile) {
   EXPECT_FALSE(fs::exists(out));
 }
 
+// The results file names the CPU code paths its learners ran on; a bad GOPT_CPU_KERNEL is an
+// input error naming the variable, and leaves an existing file as it was.
+TEST(RunCommandTest, ResultsRecordTheCpuPathAndABadPathLeavesTheFileAlone) {
+  auto dir = temp_dir();
+  auto config = write_config(dir, 2, "[1]");
+  auto out = dir / "small.h5";
+  auto r = run_command("GOPT_CPU_KERNEL=baseline " + kGopt + " run " + config.string() + " --out " +
+                       out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string said = read_results_file(out).metadata.cpu_numerics;
+  EXPECT_TRUE(contains(said, "gopt kernels baseline")) << said;
+  const std::string before = read_text(out);
+  auto bad = run_command("GOPT_CPU_KERNEL=avx3 " + kGopt + " run " + config.string() +
+                         " --overwrite --out " + out.string());
+  EXPECT_EQ(bad.exit_code, 1) << bad.err;
+  EXPECT_TRUE(contains(bad.err,
+                       "GOPT_CPU_KERNEL: expected baseline, avx2, avx512 or native, "
+                       "found 'avx3'"))
+      << bad.err;
+  EXPECT_EQ(read_text(out), before);
+}
+
 TEST(ShippedConfigsTest, EveryConfigLoads) {
   int n = 0;
   for (const auto& entry : fs::directory_iterator(kSource + "/experiments/configs")) {
