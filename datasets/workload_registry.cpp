@@ -10,6 +10,7 @@
 #include "core/errors.h"
 #include "core/graph_io.h"
 #include "core/graph_summary.h"
+#include "core/strings.h"
 #include "datasets/onnx_importer.h"
 #include "datasets/workloads.h"
 
@@ -307,9 +308,10 @@ core::Graph load_graph(const std::string& name_or_path, const WorkloadRegistry& 
   std::error_code ec;
   std::filesystem::path path(name_or_path);
   if (!std::filesystem::exists(path, ec)) {
-    throw core::InputError(
-        name_or_path, "",
-        "no such file, and not a suite workload (valid workloads: " + join(registry.names()) + ")");
+    throw core::InputError(name_or_path, "",
+                           "no such file, and not a suite workload" +
+                               core::did_you_mean(name_or_path, registry.names()) +
+                               " (valid workloads: " + join(registry.names()) + ")");
   }
   if (!options.overrides.empty()) {
     throw core::InputError(name_or_path, "--set",

@@ -389,18 +389,18 @@ void add_calibrate_command(CLI::App& app, CliContext& context) {
   cmd->add_option("--devices", args->devices,
                   "Devices to calibrate (CPU: worker threads; CUDA: GPUs)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd->add_option("--out", args->out, "Profile file to write (YAML)")->required();
   cmd->add_option("--name", args->name, "Profile name (default <backend><N>_<host>)");
   cmd->add_flag("--quick", args->quick,
                 "Small shapes and few repetitions: a smoke test, not a calibration");
   cmd->add_option("--steps", args->steps, "Timed steps per microbenchmark (median)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd->add_option("--rounds", args->rounds,
                   "Interleaved rounds over all microbenchmarks (median kept)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd->add_option("--samples", args->samples,
                   "Also write every measurement and its fitted time as CSV");
   cmd->add_flag("--json", args->json, "Print the fit as one JSON object");

@@ -1,14 +1,102 @@
 #include "experiments/cli.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdlib>
 #include <exception>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "core/errors.h"
+#include "core/strings.h"
 #include "experiments/version.h"
 
 namespace gopt::experiments {
+namespace {
+
+// "gopt graph validate": the command's words from the root.
+std::string command_path(const CLI::App* app) {
+  std::string path = app->get_name();
+  for (const CLI::App* p = app->get_parent(); p != nullptr; p = p->get_parent()) {
+    path = p->get_name() + " " + path;
+  }
+  return path;
+}
+
+// One usage line and where to read more, under every usage error (not the whole help).
+std::string short_usage(const CLI::App* app) {
+  const CLI::Formatter formatter;
+  std::string usage = formatter.make_usage(app, command_path(app));
+  while (!usage.empty() && (usage.front() == '\n' || usage.front() == ' ')) usage.erase(0, 1);
+  if (!usage.empty() && usage.back() != '\n') usage += '\n';
+  return usage + "see '" + command_path(app) + " --help'\n";
+}
+
+std::vector<std::string> subcommand_names(const CLI::App* app) {
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app->get_subcommands({})) names.push_back(sub->get_name());
+  return names;
+}
+
+std::vector<std::string> long_flags(const CLI::App* app) {
+  std::vector<std::string> flags;
+  for (const CLI::App* a = app; a != nullptr; a = a->get_parent()) {
+    for (const CLI::Option* o : a->get_options()) {
+      for (const auto& name : o->get_lnames()) flags.push_back("--" + name);
+    }
+  }
+  return flags;
+}
+
+// Typos CLI11 would report late or vaguely ("A subcommand is required" for `gopt simulat`,
+// "--graph is required" for `--grpah`): an unknown command word or long flag, with the
+// closest valid one. Empty when the words are all known; CLI11 checks the rest.
+std::string unknown_word(const CLI::App* app, int argc, const char* const* argv,
+                         const CLI::App** where) {
+  *where = app;
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word == "--") break;
+    if (word.rfind("--", 0) == 0) {
+      const std::string flag = word.substr(0, word.find('='));
+      const auto flags = long_flags(app);
+      if (std::find(flags.begin(), flags.end(), flag) == flags.end()) {
+        return "unknown option '" + flag + "'" + core::did_you_mean(flag, flags);
+      }
+      continue;
+    }
+    if (word.rfind('-', 0) == 0) continue;
+    const auto names = subcommand_names(app);
+    if (std::find(names.begin(), names.end(), word) != names.end()) {
+      app = app->get_subcommand(word);
+      *where = app;
+      continue;
+    }
+    // A word that is neither a subcommand nor a flag: a command typo where the app only
+    // takes subcommands; otherwise a positional or an option's value, CLI11's to judge.
+    if (!names.empty() &&
+        app->get_options([](const CLI::Option* o) { return o->get_positional(); }).empty() &&
+        i > 0 && std::string(argv[i - 1]).rfind('-', 0) != 0) {
+      return "unknown command '" + word + "'" + core::did_you_mean(word, names);
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+CLI::Validator positive_number() {
+  return CLI::Validator(
+      [](std::string& input) -> std::string {
+        char* end = nullptr;
+        const double value = std::strtod(input.c_str(), &end);
+        if (end == input.c_str() || *end != '\0') return "expected a number, found '" + input + "'";
+        if (!(value > 0)) return "expected a number > 0, found " + input;
+        return {};
+      },
+      "POSITIVE");
+}
 
 std::unique_ptr<CLI::App> build_cli(CliContext& context) {
   auto app = std::make_unique<CLI::App>(
@@ -18,10 +106,6 @@ std::unique_ptr<CLI::App> build_cli(CliContext& context) {
   app->set_version_flag(
       "--version", "gopt " + std::string(version()) + " (git " + std::string(git_revision()) + ")");
   app->require_subcommand(1);
-  app->failure_message([](const CLI::App* a, const CLI::Error& e) {
-    std::string usage = a->help("", CLI::AppFormatMode::Normal);
-    return "gopt: error: " + std::string(e.what()) + "\n\n" + usage;
-  });
   add_graph_commands(*app, context);
   add_simulate_command(*app, context);
   add_agents_command(*app, context);
@@ -36,8 +120,14 @@ std::unique_ptr<CLI::App> build_cli(CliContext& context) {
 int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   CliContext context{out, err, {}};
   std::unique_ptr<CLI::App> app;
+  const CLI::App* where = nullptr;  // the deepest command named on the line
   try {
     app = build_cli(context);
+    const std::string typo = unknown_word(app.get(), argc, argv, &where);
+    if (!typo.empty()) {
+      err << "gopt: error: " << typo << "\n" << short_usage(where);
+      return kExitUsage;
+    }
     app->parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
     out << app->help();
@@ -53,11 +143,11 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     if (e.get_exit_code() == 0) {
       return app->exit(e, out, err);
     }
-    app->exit(e, out, err);
+    err << "gopt: error: " << e.what() << "\n" << short_usage(where != nullptr ? where : app.get());
     return kExitUsage;
   }
   if (!context.action) {
-    err << "gopt: error: no command given\n" << app->help();
+    err << "gopt: error: no command given\n" << short_usage(app.get());
     return kExitUsage;
   }
   try {

@@ -12,7 +12,8 @@
 
 namespace CLI {
 class App;
-}
+class Validator;
+}  // namespace CLI
 
 namespace gopt::experiments {
 
@@ -34,6 +35,10 @@ struct CliContext {
 
 /// Parses argv, runs the chosen command, maps errors to exit status (see above).
 [[nodiscard]] int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
+
+/// A CLI11 check for a number > 0 whose message says so readably ("--steps: expected a
+/// number > 0, found 0").
+[[nodiscard]] CLI::Validator positive_number();
 
 /// Registers `gopt graph ...` (graph_commands.cpp).
 void add_graph_commands(CLI::App& app, CliContext& context);

@@ -16,6 +16,7 @@
 #include "core/compiled_graph.h"
 #include "datasets/workload_registry.h"
 #include "experiments/cli.h"
+#include "experiments/tables.h"
 #include "hardware/cost_model.h"
 #include "hardware/profile.h"
 
@@ -37,6 +38,15 @@ std::string cell(const agents::Evaluation& e) {
   return buf;
 }
 
+// Agents that need an artifact from elsewhere (a pretrained checkpoint) cannot run from
+// `gopt compare`'s defaults.
+bool needs_checkpoint(const agents::AgentInfo& info) {
+  for (const auto& o : info.options) {
+    if (o.name == "checkpoint") return true;
+  }
+  return false;
+}
+
 int run_compare(CompareArgs args, CliContext& ctx) {
   datasets::WorkloadRegistry workloads;
   datasets::register_builtin_workloads(workloads);
@@ -45,28 +55,23 @@ int run_compare(CompareArgs args, CliContext& ctx) {
   if (args.graphs.empty()) args.graphs = workloads.names();
   if (args.agents.empty()) {
     for (const auto& a : registry.agents()) {
-      if (!a.learner) args.agents.push_back(a.name);
+      if (!a.learner && !needs_checkpoint(a)) args.agents.push_back(a.name);
     }
   }
   for (const auto& a : args.agents) (void)registry.info(a, "--agent");  // fail early
   auto cluster = hardware::load_profile(args.hardware);
   auto cost_model = hardware::make_cost_model(cluster);  // calibrated when the profile is measured
   const hardware::CostModel& cost = *cost_model;
-  const bool csv = args.format == "csv";
-  const char* sep = csv ? "," : " | ";
-  ctx.out << (csv ? "" : "| ") << "graph" << sep << "nodes" << sep << "lower bound (ms)";
-  for (const auto& a : args.agents) ctx.out << sep << a << " (ms)";
-  ctx.out << (csv ? "\n" : " |\n");
-  if (!csv) {
-    ctx.out << "|---|---:|---:";
-    for (std::size_t i = 0; i < args.agents.size(); ++i) ctx.out << "|---:";
-    ctx.out << "|\n";
-  }
+  Table table;
+  table.id = "compare";
+  table.title = "Simulated step time (ms) on " + args.hardware;
+  table.header = {"graph", "nodes", "lower bound (ms)"};
+  for (const auto& a : args.agents) table.header.push_back(a + " (ms)");
   const bool tty = ::isatty(STDERR_FILENO) != 0;
   for (const auto& name : args.graphs) {
     auto graph = core::CompiledGraph::compile(datasets::load_graph(name, workloads));
     agents::Problem problem{graph, cluster, cost, args.seed};
-    std::vector<std::string> cells;
+    std::vector<std::string> row = {graph.name(), std::to_string(graph.num_nodes()), ""};
     double lower_bound = 0;
     for (const auto& agent_name : args.agents) {
       auto start = std::chrono::steady_clock::now();
@@ -77,19 +82,25 @@ int run_compare(CompareArgs args, CliContext& ctx) {
       }
       auto e = env.evaluate(agent->propose(problem));
       lower_bound = env.last_result().lower_bound_s();
-      cells.push_back(cell(e));
+      row.push_back(cell(e));
       double seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      ctx.err << (tty ? "\r\033[K" : "") << "compare: " << name << " / " << agent_name << " "
-              << cells.back() << " ms (" << seconds << " s)" << (tty ? "" : "\n") << std::flush;
+      char wall[32];
+      std::snprintf(wall, sizeof wall, "%.1f", seconds);
+      ctx.err << (tty ? "\r\033[K" : "") << "compare: " << name << " / " << agent_name
+              << ": step time " << row.back() << " ms (simulated), " << wall << " s wall"
+              << (tty ? "" : "\n") << std::flush;
     }
     char lb[32];
     std::snprintf(lb, sizeof lb, "%.2f", lower_bound * 1e3);
-    ctx.out << (csv ? "" : "| ") << graph.name() << sep << graph.num_nodes() << sep << lb;
-    for (const auto& c : cells) ctx.out << sep << c;
-    ctx.out << (csv ? "\n" : " |\n") << std::flush;
+    row[2] = lb;
+    table.rows.push_back(std::move(row));
   }
   if (tty) ctx.err << "\r\033[K";
+  table.notes.push_back(
+      "Agents that need a checkpoint or training run only when named with --agent.");
+  ctx.out << render_tables({table},
+                           args.format == "csv" ? TableFormat::kCsv : TableFormat::kMarkdown);
   return kExitOk;
 }
 
@@ -99,16 +110,18 @@ void add_compare_command(CLI::App& app, CliContext& context) {
   auto args = std::make_shared<CompareArgs>();
   auto* cmd = app.add_subcommand(
       "compare",
-      "Simulated step time (ms) of agents on graphs, one table; learners train for --steps");
+      "Simulated step time (ms) of agents on graphs, one table; learners train for --steps "
+      "and agents needing a checkpoint run only when named");
   cmd->add_option("--hardware", args->hardware, "Hardware profile: a name or a YAML file")
       ->capture_default_str();
   cmd->add_option("--graph", args->graphs,
                   "Graph: a suite name or a graph file; repeatable (default: the whole suite)");
   cmd->add_option("--agent", args->agents,
-                  "Agent name; repeatable (default: every non-learning agent; see `gopt agents`)");
+                  "Agent name; repeatable (default: every agent that needs no training and no "
+                  "checkpoint; see `gopt agents`)");
   cmd->add_option("--steps", args->steps, "Training updates for learning agents")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd->add_option("--seed", args->seed, "Seed of randomised agents")->capture_default_str();
   cmd->add_option("--format", args->format, "Table format")
       ->check(CLI::IsMember({"markdown", "csv"}))

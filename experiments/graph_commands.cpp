@@ -151,7 +151,7 @@ void add_graph_commands(CLI::App& app, CliContext& context) {
   info->add_option("GRAPH", info_args->file, graph_help)->required();
   info->add_option("--set", info_args->sets, "Override a workload hyperparameter: key=value");
   info->add_option("--batch", info_args->batch, "Batch size for a dynamic ONNX input dimension")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   info->add_flag("--json", info_args->json, "Print one JSON object instead of text");
   info->add_option("--types", info_args->types, "Op types to list, most frequent first (0: all)")
       ->capture_default_str();
@@ -175,7 +175,7 @@ void add_graph_commands(CLI::App& app, CliContext& context) {
                        "Override a workload hyperparameter: key=value");
   validate
       ->add_option("--batch", validate_args->batch, "Batch size for a dynamic ONNX input dimension")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   validate->callback([&context, validate_args, registry] {
     context.action = [&context, validate_args, registry] {
       auto g = datasets::load_graph(validate_args->file, *registry,
@@ -244,7 +244,7 @@ void add_graph_commands(CLI::App& app, CliContext& context) {
   import
       ->add_option("--batch", import_args->batch,
                    "Batch size for a dynamic leading input dimension")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   import->add_flag("--training", import_args->training,
                    "Add gradient and optimizer update ops (a training step)");
   import->add_option("--optimizer", import_args->optimizer, "Update ops with --training")

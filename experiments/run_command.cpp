@@ -221,18 +221,18 @@ void add_run_command(CLI::App& app, CliContext& context) {
                 "continue unfinished jobs from their training snapshots");
   cmd->add_flag("--overwrite", args->overwrite, "Replace an existing results file");
   cmd->add_option("--jobs,-j", args->jobs, "Jobs to run in parallel threads")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_number())
       ->capture_default_str();
   cmd->add_option("--snapshot-every", args->snapshot_s,
                   "Seconds between training snapshots of a running job (in <results>.snapshots/, "
                   "removed when the job finishes): --resume continues an interrupted job from "
                   "its last one")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_number())
       ->capture_default_str();
   cmd->add_option("--heartbeat", args->heartbeat_s,
                   "Without a terminal: print a status line when nothing finished for this many "
                   "seconds")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_number())
       ->capture_default_str();
   cmd->callback([&context, args] {
     context.action = [&context, args] { return run_experiment_command(*args, context); };

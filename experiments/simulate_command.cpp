@@ -259,7 +259,7 @@ void add_simulate_command(CLI::App& app, CliContext& context) {
   cmd->add_option("--set", args->overrides,
                   "Hyperparameter override key=value for a suite graph (repeatable)");
   cmd->add_option("--batch", args->batch, "Batch size for an ONNX model's dynamic batch dimension")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd->add_flag("--training", args->training,
                 "For an ONNX model: add gradient and update ops (a training step)");
   cmd->add_option("--hardware", args->hardware,
@@ -278,7 +278,7 @@ void add_simulate_command(CLI::App& app, CliContext& context) {
       ->needs(agent);
   cmd->add_option("--steps", args->steps, "Training updates for a learning agent")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber)
+      ->check(positive_number())
       ->needs(agent);
   cmd->add_option("--seed", args->seed, "Seed for randomised agents")->capture_default_str();
   cmd->add_option("--save-decision", args->save_decision,

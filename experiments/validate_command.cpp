@@ -483,16 +483,16 @@ void add_validate_command(CLI::App& app, CliContext& context) {
                   "Decisions per graph: single_device, round_robin, metis, human_expert, then "
                   "random ones")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd->add_option("--rounds", args->rounds, "Interleaved measurement rounds per graph")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd->add_option("--warmup", args->warmup, "Warm-up steps per measurement (discarded)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--steps", args->steps, "Timed steps per measurement (median over rounds)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd->add_option("--op-times", args->op_times,
                   "Simulated op times: calibrated (the profile's cost model) or profiled (each\n"
                   "graph's own ops measured on the backend, every op on device 0)")
@@ -500,7 +500,7 @@ void add_validate_command(CLI::App& app, CliContext& context) {
   cmd->add_option("--profile-steps", args->profile_steps,
                   "Timed steps of the profiling run with --op-times profiled (per-op median)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd->add_option("--seed", args->seed, "Seed of the random decisions")->capture_default_str();
   cmd->add_option("--out", args->out, "Write the cases to an HDF5 results file (gopt table)");
   cmd->add_option("--ops-csv", args->ops_csv,

@@ -10,6 +10,7 @@
 
 #include "core/errors.h"
 #include "core/graph_io.h"
+#include "core/strings.h"
 
 #ifndef GOPT_PROFILE_DIR
 #error "GOPT_PROFILE_DIR must be defined by the build"
@@ -368,8 +369,10 @@ std::filesystem::path resolve_profile_path(const std::string& name_or_path,
   auto candidate = dir / (name_or_path + ".yaml");
   if (!std::filesystem::is_regular_file(candidate, ec)) {
     throw core::InputError("", "--hardware",
-                           "unknown hardware profile '" + name_or_path + "'; available in " +
-                               dir.string() + ": " + join_names(list_profiles(dir)) +
+                           "unknown hardware profile '" + name_or_path + "'" +
+                               core::did_you_mean(name_or_path, list_profiles(dir)) +
+                               "; available in " + dir.string() + ": " +
+                               join_names(list_profiles(dir)) +
                                " (or give a path to a .yaml file)");
   }
   return candidate;

@@ -132,11 +132,55 @@ TEST(CliTest, CompareTable) {
   auto r = run_command(kGopt + " compare --hardware p100x2_pcie --graph transformer_xl_2 --graph " +
                        kExample + " --agent single_device --agent heft");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(
-      contains(r.out, "| graph | nodes | lower bound (ms) | single_device (ms) | heft (ms) |"))
+  // Padded like `gopt table`: the header's columns as wide as the widest cell.
+  EXPECT_TRUE(contains(
+      r.out, "| graph            | nodes | lower bound (ms) | single_device (ms) | heft (ms) |"))
       << r.out;
-  EXPECT_TRUE(contains(r.out, "| transformer_xl_2 | 374 |")) << r.out;
-  EXPECT_TRUE(contains(r.out, "| mlp_tiny | 24 |")) << r.out;
+  EXPECT_TRUE(contains(r.out, "| transformer_xl_2 |   374 |")) << r.out;
+  EXPECT_TRUE(contains(r.out, "| mlp_tiny         |    24 |")) << r.out;
+  // Progress lines say which time is simulated and which is wall time.
+  EXPECT_TRUE(contains(r.err, "heft: step time ")) << r.err;
+  EXPECT_TRUE(contains(r.err, " ms (simulated), ")) << r.err;
+  EXPECT_TRUE(contains(r.err, " s wall")) << r.err;
+}
+
+// With no --agent, compare runs every agent that needs neither training nor a checkpoint
+// (go_zero_shot needs one and used to fail the whole command).
+TEST(CliTest, CompareRunsWithItsDefaults) {
+  auto r =
+      run_command(kGopt + " compare --hardware p100x2_pcie --graph " + kExample + " --format csv");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "single_device (ms)")) << r.out;
+  EXPECT_TRUE(contains(r.out, "human_expert (ms)")) << r.out;
+  EXPECT_FALSE(contains(r.out, "go_zero_shot")) << r.out;
+  EXPECT_FALSE(contains(r.out, "go_one")) << r.out;
+}
+
+// Typos get the closest valid word and one usage line, not the whole help.
+TEST(CliTest, TyposGetASuggestionAndOneUsageLine) {
+  struct Case {
+    std::string args, said;
+    int exit_code;
+  };
+  for (const Case& c : {
+           Case{" simulat", "unknown command 'simulat' (did you mean 'simulate'?)", 2},
+           Case{" graph validat a.json", "unknown command 'validat' (did you mean 'validate'?)", 2},
+           Case{" simulate --grpah x --hardware p100x2_pcie",
+                "unknown option '--grpah' (did you mean '--graph'?)", 2},
+           Case{" compare --steps 0", "--steps: expected a number > 0, found 0", 2},
+           Case{" simulate --graph rnnlm2 --hardware p100x2_pcie", "(did you mean 'rnnlm_2'?)", 1},
+           Case{" simulate --graph rnnlm_2 --hardware p100x2_pcei", "(did you mean 'p100x2_pcie'?)",
+                1},
+       }) {
+    SCOPED_TRACE(c.args);
+    auto r = run_command(kGopt + c.args);
+    EXPECT_EQ(r.exit_code, c.exit_code) << r.err;
+    EXPECT_TRUE(contains(r.err, c.said)) << r.err;
+    EXPECT_FALSE(contains(r.err, "Options:")) << r.err;  // no whole help
+    if (c.exit_code == 2) {
+      EXPECT_TRUE(contains(r.err, "--help'")) << r.err;
+    }
+  }
 }
 
 }  // namespace
