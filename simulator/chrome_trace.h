@@ -2,6 +2,9 @@
 // which opens in Perfetto (ui.perfetto.dev) and chrome://tracing. One process per device
 // with one thread (track) per compute stream, and one process "links" with one track per
 // link; a transfer appears on every link of its route. Times are in microseconds.
+// A kernel's `args` hold its op's name, type, kind, FLOPs and bytes (a fused kernel: its
+// member ops and their summed FLOPs and bytes); flow arrows link each cross-device tensor's
+// producer to its transfer and on to the consumers it feeds on the destination device.
 //
 //   ChromeTraceWriter trace;
 //   simulator.simulate(decision, &trace);
@@ -33,14 +36,14 @@ class ChromeTraceWriter final : public SimulationObserver {
  private:
   struct Kernel {
     std::string name;
-    std::int32_t num_members;
+    std::vector<NodeId> members;
     DeviceId device;
     int stream;
     Seconds start_s;
     Seconds end_s;
   };
   struct Transfer {
-    std::string producer;
+    NodeId producer;
     DeviceId src;
     DeviceId dst;
     Bytes bytes;
@@ -57,6 +60,7 @@ class ChromeTraceWriter final : public SimulationObserver {
   std::vector<int> device_streams_;
   std::vector<std::string> link_names_;
   std::vector<Kernel> kernels_;
+  std::vector<std::int32_t> kernel_of_node_;  ///< index in kernels_, -1 while not run
   std::vector<Transfer> transfers_;
 };
 

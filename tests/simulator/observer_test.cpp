@@ -2,6 +2,7 @@
 // and per link; utilisation statistics agree with the result.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -50,6 +51,74 @@ TEST(ObserverTest, ChromeTraceIsValidJsonWithTracks) {
   EXPECT_EQ(kernels, 3);
   EXPECT_EQ(transfers, r.num_transfers);  // one hop per transfer in a mesh
   EXPECT_EQ(r.num_transfers, 2);          // a -> gpu1, b -> gpu0
+}
+
+// Op events carry the op's name, type and sizes; a fused kernel lists its members; a tensor
+// sent to another device is one arrow from its producer, through its transfer, to its
+// consumer there (a -> gpu1 feeds b, b -> gpu0 feeds c).
+TEST(ObserverTest, ChromeTraceNamesOpsFusedMembersAndFlows) {
+  core::GraphBuilder b("small");
+  b.add("a", "Relu").output_bytes(1000).flops(7);
+  b.add("b", "Relu").output_bytes(1000).flops(3);
+  b.add("c", "Relu").output_bytes(10).flops(2);
+  b.connect("a", "b").connect("a", "c").connect("b", "c");
+  auto g = core::CompiledGraph::compile(std::move(b).build());
+  auto cluster = testing::mesh_cluster(2, 100, 1);
+  testing::LookupCostModel cost(cluster, {10, 5, 5});
+  Simulator sim(g, cluster, cost);
+  core::Decision d;
+  d.placement = std::vector<core::DeviceId>{0, 1, 0};
+  ChromeTraceWriter trace;
+  (void)sim.simulate(d, &trace);
+  auto j = nlohmann::json::parse(trace.to_json());
+  std::map<std::string, nlohmann::json> ops;
+  std::map<std::int64_t, std::vector<nlohmann::json>> flows;
+  for (const auto& ev : j["traceEvents"]) {
+    if (ev["ph"] == "X" && ev["cat"] == "op") ops[ev["args"]["op"]] = ev;
+    if (ev["cat"] == "flow") flows[ev["id"].get<std::int64_t>()].push_back(ev);
+  }
+  ASSERT_EQ(ops.size(), 3u);
+  EXPECT_EQ(ops["a"]["args"]["type"], "Relu");
+  EXPECT_EQ(ops["a"]["args"]["flops"].get<double>(), 7);
+  EXPECT_EQ(ops["a"]["args"]["output_bytes"].get<std::int64_t>(), 1000);
+  EXPECT_TRUE(ops["a"]["args"].contains("bytes_read"));
+  ASSERT_EQ(flows.size(), 2u);  // one per transfer, each with one consumer
+  for (const auto& [id, chain] : flows) {
+    ASSERT_EQ(chain.size(), 3u) << id;
+    EXPECT_EQ(chain[0]["ph"], "s");
+    EXPECT_EQ(chain[1]["ph"], "t");
+    EXPECT_EQ(chain[2]["ph"], "f");
+    // Each end lies inside the slice it binds to: producer on its device, transfer on the
+    // links process, consumer on the destination device.
+    const bool from_a = chain[0]["pid"] == 0;
+    const auto& producer = ops[from_a ? "a" : "b"];
+    const auto& consumer = ops[from_a ? "b" : "c"];
+    auto inside = [](const nlohmann::json& e, const nlohmann::json& slice) {
+      const double ts = e["ts"].get<double>();
+      const double start = slice["ts"].get<double>();
+      return e["pid"] == slice["pid"] && e["tid"] == slice["tid"] && ts >= start &&
+             ts <= start + slice["dur"].get<double>();
+    };
+    EXPECT_TRUE(inside(chain[0], producer)) << chain[0];
+    EXPECT_EQ(chain[1]["pid"], 2);  // links
+    EXPECT_TRUE(inside(chain[2], consumer)) << chain[2];
+  }
+
+  // Fused on one device: one kernel listing its members with their summed FLOPs.
+  core::Decision fused;
+  fused.placement = std::vector<core::DeviceId>{0, 0, 0};
+  fused.fusion = std::vector<std::int32_t>{1, 1, 1};
+  (void)sim.simulate(fused, &trace);
+  auto k = nlohmann::json::parse(trace.to_json());
+  int fused_kernels = 0;
+  for (const auto& ev : k["traceEvents"]) {
+    if (ev["ph"] != "X" || ev["cat"] != "fused") continue;
+    ++fused_kernels;
+    EXPECT_EQ(ev["args"]["ops"].get<int>(), 3);
+    EXPECT_EQ(ev["args"]["members"], (nlohmann::json::array({"a (Relu)", "b (Relu)", "c (Relu)"})));
+    EXPECT_EQ(ev["args"]["flops"].get<double>(), 12);
+  }
+  EXPECT_EQ(fused_kernels, 1);
 }
 
 TEST(ObserverTest, UtilisationMatchesTheResult) {
