@@ -83,8 +83,7 @@ class Progress {
   // One entry per work item (a job, or a pretraining unit that writes several rows), in
   // item order: its agent label, its graphs' op count (for the ETA) and its result rows.
   struct Item {
-    std::string agent;
-    double nodes = 0;
+    JobCost cost;
     std::int64_t rows = 1;
   };
   Progress(std::ostream* out, bool live, double heartbeat_s, std::vector<Item> items, int workers)
@@ -123,8 +122,7 @@ class Progress {
     started_[index] = true;
     auto& r = running_[static_cast<std::size_t>(worker)];
     r.job = label;
-    r.agent = items_[index].agent;
-    r.nodes = items_[index].nodes;
+    r.cost = items_[index].cost;
     r.rows = items_[index].rows;
     r.start = Clock::now();
     r.step = 0;
@@ -144,7 +142,7 @@ class Progress {
   void finished(int worker, const std::vector<std::string>& lines) {
     std::lock_guard<std::mutex> lock(mutex_);
     auto& r = running_[static_cast<std::size_t>(worker)];
-    times_.add(r.agent, r.nodes, std::chrono::duration<double>(Clock::now() - r.start).count());
+    times_.add(r.cost, std::chrono::duration<double>(Clock::now() - r.start).count());
     r = {};
     last_line_ = Clock::now();
     if (out_ && live_) *out_ << "\r\033[K";
@@ -171,8 +169,7 @@ class Progress {
  private:
   struct Running {
     std::string job;
-    std::string agent;
-    double nodes = 0;
+    JobCost cost;
     std::int64_t rows = 0;
     Clock::time_point start;
     std::int64_t step = 0;
@@ -198,26 +195,14 @@ class Progress {
   // running ones, spread over the workers.
   std::string eta_text() const {
     if (done_ >= total_) return "";
-    if (times_.empty()) {
-      // Nothing finished yet (a run's first items are its long pretraining jobs): only the
-      // running learners can be projected, from their updates so far.
-      double longest = -1;
-      for (const auto& r : running_) {
-        if (r.job.empty() || !r.learner || r.max_steps <= 0 || r.step <= 0) continue;
-        const double so_far = std::chrono::duration<double>(Clock::now() - r.start).count();
-        longest = std::max(longest, so_far * static_cast<double>(r.max_steps - r.step) /
-                                        static_cast<double>(r.step));
-      }
-      return longest < 0 ? "" : ", running jobs done in about " + clock_text(longest);
-    }
     double remaining = 0;
     for (std::size_t i = 0; i < items_.size(); ++i) {
-      if (!started_[i]) remaining += times_.expected_s(items_[i].agent, items_[i].nodes);
+      if (!started_[i]) remaining += times_.expected_s(items_[i].cost);
     }
     for (const auto& r : running_) {
       if (r.job.empty()) continue;
-      double expected = times_.expected_s(r.agent, r.nodes);
-      double so_far = std::chrono::duration<double>(Clock::now() - r.start).count();
+      double expected = times_.expected_s(r.cost);
+      const double so_far = std::chrono::duration<double>(Clock::now() - r.start).count();
       if (r.learner && r.max_steps > 0 && r.step > 0) {
         expected = so_far * static_cast<double>(r.max_steps) / static_cast<double>(r.step);
       }
@@ -422,9 +407,9 @@ RunResult run_job(const Shared& shared, const Job& job, CurveRecorder& recorder,
 }
 
 std::string result_line(const RunResult& r) {
-  std::string s = r.key.text() + ": " + core::format_seconds(r.best_step_time_s);
+  std::string s = r.key.text() + ": step time " + core::format_seconds(r.best_step_time_s);
   if (r.oom) s += " [OOM]";
-  return s + " in " + core::format_seconds(r.wall_s);
+  return s + " (simulated), " + core::format_seconds(r.wall_s) + " wall";
 }
 
 // A pretraining unit: one go_pretrain agent and seed, one policy trained on every
@@ -632,7 +617,8 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
     }
   }
   for (const auto& u : units) {
-    items.push_back({u.agent->name, training_nodes, static_cast<std::int64_t>(u.rows.size())});
+    items.push_back({JobCost{u.agent->name, training_nodes, true, u.agent->budget.max_steps},
+                     static_cast<std::int64_t>(u.rows.size())});
   }
   for (const auto& j : jobs) {
     std::ptrdiff_t b = -1;
@@ -648,8 +634,11 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
       }
     }
     waits_for.push_back(b);
+    const bool learns = shared.registry.info(j.agent->type).learner;
     items.push_back(
-        {j.key.agent, static_cast<double>(shared.graphs.at(j.workload->name).num_nodes()), 1});
+        {JobCost{j.key.agent, static_cast<double>(shared.graphs.at(j.workload->name).num_nodes()),
+                 learns, learns ? j.agent->budget.max_steps : 0},
+         1});
   }
   sink.begin(options.metadata);
   if (items.empty()) {

@@ -321,7 +321,8 @@ TEST(RunCommandTest, BaselinesRunBesidePretraining) {
 }
 
 // Before any job has finished (a run that starts with pretraining), the heartbeat still
-// says how far the running learners are and when they should be done.
+// says how far the running learners are and gives an ETA (the cost model's, then the
+// running learners' own pace).
 TEST(RunCommandTest, TheHeartbeatProjectsRunningLearnersBeforeAnyJobFinished) {
   auto dir = temp_dir();
   auto config = dir / "heartbeat.yaml";
@@ -338,7 +339,12 @@ TEST(RunCommandTest, TheHeartbeatProjectsRunningLearnersBeforeAnyJobFinished) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(contains(r.err, "[0/2] running  pretraining go_pretrain (seed 1) (step ")) << r.err;
   EXPECT_TRUE(contains(r.err, "/120)  (elapsed ")) << r.err;
-  EXPECT_TRUE(contains(r.err, ", running jobs done in about ")) << r.err;
+  EXPECT_TRUE(contains(r.err, "/120)  (elapsed ")) << r.err;
+  EXPECT_TRUE(contains(r.err, ", ETA ")) << r.err;
+  // Result lines say which time is simulated and which is wall time.
+  EXPECT_TRUE(contains(r.err, ": step time ")) << r.err;
+  EXPECT_TRUE(contains(r.err, " (simulated), ")) << r.err;
+  EXPECT_TRUE(contains(r.err, " wall  (elapsed ")) << r.err;
 }
 
 // A consumer that names the checkpoint file itself waits for the pretraining that writes
