@@ -6,7 +6,9 @@ namespace gopt::experiments {
 
 double JobCost::work() const {
   const double ops = std::max(1.0, nodes);
-  return learner ? ops * static_cast<double>(std::max<std::int64_t>(1, steps)) : ops;
+  return learner ? (ops + JobTimeModel::kLearnerFixedOps) *
+                       static_cast<double>(std::max<std::int64_t>(1, steps))
+                 : ops;
 }
 
 double JobTimeModel::prior_s(const JobCost& job) {
@@ -28,8 +30,7 @@ double JobTimeModel::expected_s(const JobCost& job) const {
     return it->second.seconds / it->second.work * job.work();
   }
   const Totals& cls = job.learner ? learners_ : baselines_;
-  const Totals& scale = cls.count > 0 ? cls : all_;
-  const double factor = scale.prior_s > 0 ? scale.seconds / scale.prior_s : 1.0;
+  const double factor = cls.prior_s > 0 ? cls.seconds / cls.prior_s : 1.0;
   return prior_s(job) * factor;
 }
 
