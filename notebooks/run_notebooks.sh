@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Executes every notebook in this folder headless against a results file (CI: the CTest
-# test `notebooks`). Fails when jupyter nbconvert is missing: scripts/setup.sh installs it.
+# test `notebooks`), then checks that every plotting cell drew an image and saves the
+# figures as PNG files in OUTPUT_DIR/figures. Fails when jupyter nbconvert is missing:
+# scripts/setup.sh installs it.
 #
 # Usage: notebooks/run_notebooks.sh RESULTS.h5 OUTPUT_DIR
 set -euo pipefail
@@ -14,9 +16,13 @@ if ! command -v jupyter >/dev/null 2>&1 || ! jupyter nbconvert --version >/dev/n
   exit 1
 fi
 mkdir -p "$out"
-export GOPT_RESULTS="$results" GOPT_NOTEBOOKS_DIR="$here" MPLBACKEND=Agg PYDEVD_DISABLE_FILE_VALIDATION=1
+# No MPLBACKEND here: the kernel's inline backend is what puts figures into the notebook
+# (with Agg, plt.show() drew nothing and the executed notebooks had empty plot cells).
+unset MPLBACKEND
+export GOPT_RESULTS="$results" GOPT_NOTEBOOKS_DIR="$here" PYDEVD_DISABLE_FILE_VALIDATION=1
 for nb in "$here"/*.ipynb; do
   echo "executing $(basename "$nb") against $results"
   jupyter nbconvert --to notebook --execute --ExecutePreprocessor.timeout=240 \
     --output-dir "$out" "$nb"
 done
+python3 "$here/check_executed.py" "$out/figures" "$out"/*.ipynb
