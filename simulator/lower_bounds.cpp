@@ -1,0 +1,237 @@
+#include "simulator/lower_bounds.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <numeric>
+#include <vector>
+
+#include "core/errors.h"
+
+namespace gopt::simulator {
+namespace {
+
+std::size_t at(std::int64_t i) { return static_cast<std::size_t>(i); }
+
+// Union-find over node ids, for Kruskal's maximum spanning forest.
+class DisjointSets {
+ public:
+  explicit DisjointSets(std::size_t n) : parent_(n) {
+    std::iota(parent_.begin(), parent_.end(), std::size_t{0});
+  }
+  std::size_t find(std::size_t x) {
+    while (parent_[x] != x) {
+      parent_[x] = parent_[parent_[x]];
+      x = parent_[x];
+    }
+    return x;
+  }
+  bool unite(std::size_t a, std::size_t b) {
+    a = find(a);
+    b = find(b);
+    if (a == b) return false;
+    parent_[b] = a;
+    return true;
+  }
+
+ private:
+  std::vector<std::size_t> parent_;
+};
+
+// Longest path ending at each node (its own time included) and starting at it.
+void longest_paths(const core::CompiledGraph& g, const std::vector<Seconds>& time,
+                   std::vector<Seconds>& head, std::vector<Seconds>& tail) {
+  const auto n = at(g.num_nodes());
+  head.assign(n, 0);
+  tail.assign(n, 0);
+  const auto& order = g.topological_order();
+  for (NodeId v : order) {
+    Seconds ready = 0;
+    for (auto s = g.in_begin(v); s < g.in_end(v); ++s) {
+      ready = std::max(ready, head[at(g.in_source(s))]);
+    }
+    head[at(v)] = ready + time[at(v)];
+  }
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const NodeId v = *it;
+    Seconds after = 0;
+    for (auto e = g.out_begin(v); e < g.out_end(v); ++e) {
+      after = std::max(after, tail[at(g.out_target(e))]);
+    }
+    tail[at(v)] = after + time[at(v)];
+  }
+}
+
+}  // namespace
+
+Seconds LowerBounds::best_s() const {
+  const Seconds either = std::min(single_device_s, split_s);
+  const Seconds basic = std::max({critical_path_s, work_s, colocation_s});
+  return either < std::numeric_limits<Seconds>::infinity() ? std::max(either, basic) : basic;
+}
+
+LowerBounds compute_lower_bounds(const core::CompiledGraph& graph, const hardware::Cluster& cluster,
+                                 const hardware::CostModel& cost_model) {
+  LowerBounds b;
+  const auto n = at(graph.num_nodes());
+  const DeviceId devices = cluster.num_devices();
+  if (n == 0) return b;
+  // Op times per device type (the cost model's contract: times depend on the type only).
+  const int types = cluster.num_device_types();
+  std::vector<DeviceId> representative(at(types), -1);
+  for (DeviceId d = 0; d < devices; ++d) {
+    auto& r = representative[at(cluster.device_type_index(d))];
+    if (r < 0) r = d;
+  }
+  std::vector<std::vector<Seconds>> type_time(at(types), std::vector<Seconds>(n));
+  std::vector<Seconds> fastest(n, std::numeric_limits<Seconds>::infinity());
+  for (int t = 0; t < types; ++t) {
+    for (NodeId v = 0; v < graph.num_nodes(); ++v) {
+      const Seconds time = cost_model.op_time(graph, v, representative[at(t)]);
+      type_time[at(t)][at(v)] = time;
+      fastest[at(v)] = std::min(fastest[at(v)], time);
+    }
+  }
+
+  // Basic bounds: as the simulator's.
+  std::vector<Seconds> head;
+  std::vector<Seconds> tail;
+  longest_paths(graph, fastest, head, tail);
+  Seconds total = 0;
+  for (std::size_t v = 0; v < n; ++v) {
+    b.critical_path_s = std::max(b.critical_path_s, head[v]);
+    total += fastest[v];
+  }
+  b.work_s = total / static_cast<double>(cluster.total_compute_streams());
+
+  // One device: parameters are resident from the start and an op's output is allocated
+  // when it starts, so holding everything needs params + the largest output at least.
+  core::Bytes params = 0;
+  core::Bytes largest_output = 0;
+  for (std::size_t v = 0; v < n; ++v) {
+    params += graph.param_bytes()[v];
+    largest_output = std::max(largest_output, graph.output_bytes()[v]);
+  }
+  const core::Bytes needed = params + largest_output;
+  std::vector<char> type_done(at(types), 0);
+  b.split_forced = true;
+  for (DeviceId d = 0; d < devices; ++d) {
+    const auto& spec = cluster.device(d);
+    if (needed > spec.memory_capacity_bytes) continue;
+    b.split_forced = false;
+    const int t = cluster.device_type_index(d);
+    std::vector<Seconds> h;
+    std::vector<Seconds> unused;
+    longest_paths(graph, type_time[at(t)], h, unused);
+    Seconds cp = 0;
+    Seconds work = 0;
+    for (std::size_t v = 0; v < n; ++v) {
+      cp = std::max(cp, h[v]);
+      work += type_time[at(t)][v];
+    }
+    const Seconds bound = std::max(cp, work / static_cast<double>(spec.compute_streams));
+    b.single_device_s = std::min(b.single_device_s, bound);
+  }
+
+  // Split placements: the cheapest transfer of `bytes` between two distinct devices, from
+  // the routes' summed latency and bottleneck per-byte cost (CostModel::transfer_time).
+  if (devices < 2 || n < 2) return b;
+  struct PairCost {
+    Seconds latency_s;
+    double seconds_per_byte;
+  };
+  std::vector<PairCost> pairs;
+  for (DeviceId s = 0; s < devices; ++s) {
+    for (DeviceId d = 0; d < devices; ++d) {
+      if (s == d) continue;
+      PairCost c{0, 0};
+      for (hardware::Hop hop : cluster.route(s, d)) {
+        const hardware::LinkCost link = cost_model.link_cost(hop.link);
+        c.latency_s += link.latency_s;
+        c.seconds_per_byte = std::max(c.seconds_per_byte, link.seconds_per_byte);
+      }
+      pairs.push_back(c);
+    }
+  }
+  auto transfer_s = [&](core::Bytes bytes) {
+    if (bytes <= 0) return Seconds{0};  // control dependencies cost nothing across devices
+    Seconds best = std::numeric_limits<Seconds>::infinity();
+    for (const auto& p : pairs) {
+      best = std::min(best, p.latency_s + static_cast<double>(bytes) * p.seconds_per_byte);
+    }
+    return best;
+  };
+  // Weight of edge e: the longest path through it when it crosses devices. The smallest
+  // edge of a maximum spanning forest is min over cuts of the largest crossing weight.
+  struct WeightedEdge {
+    Seconds weight;
+    NodeId u;
+    NodeId v;
+  };
+  std::vector<WeightedEdge> edges;
+  edges.reserve(at(graph.num_edges()));
+  for (NodeId u = 0; u < graph.num_nodes(); ++u) {
+    for (auto e = graph.out_begin(u); e < graph.out_end(u); ++e) {
+      const NodeId v = graph.out_target(e);
+      edges.push_back({head[at(u)] + transfer_s(graph.edge_bytes(e)) + tail[at(v)], u, v});
+    }
+  }
+  std::sort(edges.begin(), edges.end(),
+            [](const WeightedEdge& x, const WeightedEdge& y) { return x.weight > y.weight; });
+  DisjointSets sets(n);
+  std::size_t joined = 0;
+  Seconds smallest = std::numeric_limits<Seconds>::infinity();
+  for (const auto& e : edges) {
+    if (sets.unite(at(e.u), at(e.v))) {
+      ++joined;
+      smallest = std::min(smallest, e.weight);
+    }
+  }
+  b.cut_path_s = joined + 1 == n ? smallest : 0;
+  b.split_s = std::max({b.critical_path_s, b.work_s, b.cut_path_s});
+
+  // Forced colocation: after merging edges [0, i) (weights w_0 >= ... >= w_{i-1}) the
+  // components are those of the edges heavier than T for T in [w_i, w_{i-1}); T is
+  // feasible there when T >= the largest component's work and every component fits.
+  int most_streams = 1;
+  core::Bytes largest_capacity = 0;
+  for (DeviceId d = 0; d < devices; ++d) {
+    most_streams = std::max(most_streams, cluster.device(d).compute_streams);
+    largest_capacity = std::max(largest_capacity, cluster.device(d).memory_capacity_bytes);
+  }
+  DisjointSets parts(n);
+  std::vector<Seconds> work(fastest);
+  std::vector<core::Bytes> part_params(graph.param_bytes().begin(), graph.param_bytes().end());
+  std::vector<core::Bytes> part_output(graph.output_bytes().begin(), graph.output_bytes().end());
+  Seconds most_work = 0;
+  bool fits = true;
+  for (std::size_t v = 0; v < n; ++v) {
+    most_work = std::max(most_work, work[v]);
+    fits = fits && part_params[v] + part_output[v] <= largest_capacity;
+  }
+  const double streams = static_cast<double>(most_streams);
+  Seconds upper = std::numeric_limits<Seconds>::infinity();
+  for (std::size_t i = 0; i <= edges.size() && fits; ++i) {
+    const Seconds lower = i < edges.size() ? edges[i].weight : 0;
+    const Seconds candidate = std::max(lower, most_work / streams);
+    if (candidate < upper) {
+      b.colocation_s = candidate;  // intervals go down in T: the last feasible one is least
+    }
+    if (i == edges.size()) break;
+    const std::size_t x = parts.find(at(edges[i].u));
+    const std::size_t y = parts.find(at(edges[i].v));
+    if (x != y) {
+      parts.unite(x, y);
+      const std::size_t root = parts.find(x);
+      const std::size_t other = root == x ? y : x;
+      work[root] += work[other];
+      part_params[root] += part_params[other];
+      part_output[root] = std::max(part_output[root], part_output[other]);
+      most_work = std::max(most_work, work[root]);
+      fits = part_params[root] + part_output[root] <= largest_capacity;
+    }
+    upper = edges[i].weight;
+  }
+  return b;
+}
+
+}  // namespace gopt::simulator
