@@ -302,6 +302,7 @@ RunResult read_result(const std::string& file, hid_t group, const std::string& n
   r.oom_device = static_cast<std::int32_t>(a.int64("oom_device"));
   r.lower_bound_critical_path_s = a.number("lower_bound_critical_path_s");
   r.lower_bound_work_s = a.number("lower_bound_work_s");
+  if (a.has("lower_bound_s")) r.lower_bound_s = a.number("lower_bound_s");  // since 2026-11-24
   r.bytes_moved = a.int64("bytes_moved");
   r.wall_s = a.number("wall_s");
   r.samples = a.int64("samples");
@@ -526,6 +527,7 @@ void Hdf5Sink::write(const RunResult& r) {
   w.attr("oom_device", static_cast<std::int64_t>(r.oom_device));
   w.attr("lower_bound_critical_path_s", r.lower_bound_critical_path_s);
   w.attr("lower_bound_work_s", r.lower_bound_work_s);
+  if (r.lower_bound_s > 0) w.attr("lower_bound_s", r.lower_bound_s);
   w.attr("bytes_moved", r.bytes_moved);
   w.attr("wall_s", r.wall_s);
   w.attr("samples", r.samples);

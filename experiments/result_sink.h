@@ -45,9 +45,13 @@ struct RunResult {
   std::int32_t oom_device = -1;
   double lower_bound_critical_path_s = 0;  ///< seconds
   double lower_bound_work_s = 0;           ///< seconds
-  std::int64_t bytes_moved = 0;            ///< bytes between devices in one step
-  double wall_s = 0;                       ///< wall-clock seconds of the whole job
-  std::int64_t samples = 0;                ///< simulations used (training + final evaluation)
+  /// The tightest valid bound of simulator/lower_bounds.h (LowerBounds::best_s), seconds;
+  /// 0 when read from a file written before it was recorded (2026-11-24): readers then use
+  /// max(lower_bound_critical_path_s, lower_bound_work_s).
+  double lower_bound_s = 0;
+  std::int64_t bytes_moved = 0;  ///< bytes between devices in one step
+  double wall_s = 0;             ///< wall-clock seconds of the whole job
+  std::int64_t samples = 0;      ///< simulations used (training + final evaluation)
   core::Decision decision;
   std::vector<double> device_busy_s;                       ///< per device, seconds
   std::vector<std::int64_t> device_peak_memory_bytes;      ///< per device, bytes

@@ -27,6 +27,7 @@
 #include "experiments/work_queue.h"
 #include "hardware/cost_model.h"
 #include "hardware/profile.h"
+#include "simulator/lower_bounds.h"
 
 namespace gopt::experiments {
 namespace {
@@ -333,6 +334,7 @@ RunResult result_of(const Shared& shared, const Job& job, agents::Agent& agent,
   r.oom_device = evaluation.oom_device;
   r.lower_bound_critical_path_s = sim.lower_bound_critical_path_s;
   r.lower_bound_work_s = sim.lower_bound_work_s;
+  r.lower_bound_s = simulator::compute_lower_bounds(graph, shared.cluster, *shared.cost).best_s();
   r.bytes_moved = sim.bytes_moved;
   for (const auto& d : sim.devices) {
     r.device_busy_s.push_back(d.busy_s);

@@ -4,9 +4,11 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <optional>
 #include <sstream>
+#include <tuple>
 
 #include "hardware/validation.h"
 
@@ -36,6 +38,9 @@ struct Grid {
   std::vector<Agent> agents;
   std::map<std::string, bool> held_out;
   std::map<std::pair<std::string, std::string>, Cell> cells;
+  std::map<std::string, double> bound_s;        // per workload: the tightest recorded bound
+  std::map<std::string, double> basic_bound_s;  // max(critical path, work)
+  std::vector<const RunResult*> results;        // in job order
 
   [[nodiscard]] const Cell* cell(const std::string& w, const std::string& a) const {
     auto it = cells.find({w, a});
@@ -58,6 +63,12 @@ Grid arrange(const ResultsFile& file) {
       g.agents.push_back({r.key.agent, r.agent_type, r.learner});
     }
     g.held_out[r.key.workload] = r.held_out;
+    g.results.push_back(&r);
+    const double basic = std::max(r.lower_bound_critical_path_s, r.lower_bound_work_s);
+    double& bound = g.bound_s[r.key.workload];
+    bound = std::max({bound, basic, r.lower_bound_s});
+    double& b = g.basic_bound_s[r.key.workload];
+    b = std::max(b, basic);
     Cell& c = g.cells[{r.key.workload, r.key.agent}];
     if (r.oom) {
       ++c.oom;
@@ -95,6 +106,72 @@ std::string time_cell(const Grid& g, const std::string& w, const std::string& a)
 // Step-time reduction of `t` relative to `reference`, percent (positive: faster).
 double reduction(double t, double reference) { return 100.0 * (reference - t) / reference; }
 
+bool is_go(const Agent& a) { return a.type.rfind("go_", 0) == 0; }
+
+// The fastest of `candidates` on workload `w` by mean step time (the first in config order
+// on a tie); agent nullptr when none has a time there.
+struct Best {
+  const Agent* agent = nullptr;
+  double time_s = 0;
+};
+
+Best best_of(const Grid& g, const std::string& w, const std::vector<const Agent*>& candidates) {
+  Best best;
+  for (const auto* a : candidates) {
+    auto t = g.time(w, a->name);
+    if (t && (!best.agent || *t < best.time_s)) best = {a, *t};
+  }
+  return best;
+}
+
+std::string average_text(const std::vector<double>& values) {
+  if (values.empty()) return "-";
+  double sum = 0;
+  for (double v : values) sum += v;
+  return percent(sum / static_cast<double>(values.size()));
+}
+
+std::string ratio_text(double ratio) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2fx", ratio);
+  return buf;
+}
+
+// The agent the paper's headline column compares with: the first human_expert (by type,
+// or by label in older files), else the first of `baselines`.
+const Agent* paper_reference(const std::vector<const Agent*>& baselines) {
+  for (const auto* b : baselines) {
+    if (b->type == "human_expert") return b;
+  }
+  for (const auto* b : baselines) {
+    if (b->name == "human_expert") return b;
+  }
+  return baselines.empty() ? nullptr : baselines.front();
+}
+
+// Summary of subject `label` (an agent, or "the best GO agent") against a paper reference
+// and the per-workload best baseline: both averages and how often it is ahead.
+std::string summary_line(const std::string& label, const std::string& reference,
+                         const std::vector<double>& vs_reference,
+                         const std::vector<double>& vs_best) {
+  int ahead = 0;
+  for (double v : vs_best) ahead += v > 0 ? 1 : 0;
+  std::string line =
+      "Summary: " + label + " is " + average_text(vs_reference) + " vs " + reference +
+      " on average (the paper's comparison) and " + average_text(vs_best) +
+      " vs the best baseline of each workload, ahead of it on " + std::to_string(ahead) + " of " +
+      std::to_string(vs_best.size()) + " workloads.";
+  return line;
+}
+
+// The note under a table with best-baseline columns; `go`: the subjects are GO agents.
+std::string best_baseline_note(bool go) {
+  return std::string("best baseline: the fastest agent on that workload other than ") +
+         (go ? "the GO agents (HDP and the search reference included)" : "the learned agents") +
+         ", by mean step time; X vs best baseline: X's step-time reduction relative to it "
+         "(positive: X is faster), averaged over the workloads where both have a time.";
+}
+
 // Table 1 (and Table 2 on held-out graphs): step times, and the best learned agent's
 // improvement over each non-learning baseline, with an average row.
 Table placement_table(const Grid& g, const std::vector<std::string>& workloads, std::string id,
@@ -105,7 +182,6 @@ Table placement_table(const Grid& g, const std::vector<std::string>& workloads, 
   t.header.push_back("workload");
   // The subjects are the learned agents, or, when GO agents are present, the GO agents
   // alone: then the other learners (HDP) are references too, as in the paper's tables.
-  auto is_go = [](const Agent& a) { return a.type.rfind("go_", 0) == 0; };
   const bool go = std::any_of(g.agents.begin(), g.agents.end(), is_go);
   std::vector<const Agent*> learners;
   std::vector<const Agent*> baselines;
@@ -117,8 +193,15 @@ Table placement_table(const Grid& g, const std::vector<std::string>& workloads, 
   if (improvements) {
     t.header.push_back(go ? "best GO" : "best learned");
     for (const auto* b : baselines) t.header.push_back("vs " + b->name);
+    t.header.push_back("best baseline");
+    t.header.push_back("best baseline (ms)");
+    for (const auto* l : learners) t.header.push_back(l->name + " vs best baseline");
   }
+  const Agent* reference = paper_reference(baselines);
   std::vector<std::vector<double>> columns(baselines.size());
+  std::vector<std::vector<double>> vs_best(learners.size());
+  std::vector<double> best_vs_reference;  // the best subject per workload
+  std::vector<double> best_vs_best;
   for (const auto& w : workloads) {
     std::vector<std::string> row{w};
     for (const auto& a : g.agents) row.push_back(time_cell(g, w, a.name));
@@ -143,6 +226,22 @@ Table placement_table(const Grid& g, const std::vector<std::string>& workloads, 
           double v = reduction(best_t, *bt);
           columns[i].push_back(v);
           row.push_back(percent(v));
+          if (baselines[i] == reference) best_vs_reference.push_back(v);
+        }
+      }
+      const Best bb = best_of(g, w, baselines);
+      row.push_back(bb.agent ? bb.agent->name : "-");
+      row.push_back(bb.agent ? ms(bb.time_s) : "-");
+      if (best && bb.agent) best_vs_best.push_back(reduction(best_t, bb.time_s));
+      for (std::size_t i = 0; i < learners.size(); ++i) {
+        auto lt = g.time(w, learners[i]->name);
+        if (!bb.agent || !g.cell(w, learners[i]->name)) {
+          row.push_back("-");
+        } else if (!lt) {
+          row.push_back("OOM");
+        } else {
+          vs_best[i].push_back(reduction(*lt, bb.time_s));
+          row.push_back(percent(vs_best[i].back()));
         }
       }
     }
@@ -151,15 +250,9 @@ Table placement_table(const Grid& g, const std::vector<std::string>& workloads, 
   if (improvements && workloads.size() > 1) {
     std::vector<std::string> row{"average"};
     row.resize(1 + g.agents.size() + 1);
-    for (const auto& c : columns) {
-      if (c.empty()) {
-        row.push_back("-");
-        continue;
-      }
-      double sum = 0;
-      for (double v : c) sum += v;
-      row.push_back(percent(sum / static_cast<double>(c.size())));
-    }
+    for (const auto& c : columns) row.push_back(average_text(c));
+    row.resize(row.size() + 2);  // best baseline and its time
+    for (const auto& c : vs_best) row.push_back(average_text(c));
     t.rows.push_back(std::move(row));
   }
   t.notes.push_back("Step times are simulated, means over seeds, in milliseconds.");
@@ -169,6 +262,21 @@ Table placement_table(const Grid& g, const std::vector<std::string>& workloads, 
                          : "vs X: step-time reduction of the best learned agent on that "
                            "workload relative to baseline X (positive: the learned agent is "
                            "faster).");
+    t.notes.push_back(best_baseline_note(go));
+    const std::string best_label = go ? "the best GO agent" : "the best learned agent";
+    t.notes.push_back(summary_line(best_label, reference->name, best_vs_reference, best_vs_best));
+    if (learners.size() > 1) {
+      for (std::size_t i = 0; i < learners.size(); ++i) {
+        std::vector<double> vs_reference;
+        for (const auto& w : workloads) {
+          auto lt = g.time(w, learners[i]->name);
+          auto rt = g.time(w, reference->name);
+          if (lt && rt) vs_reference.push_back(reduction(*lt, *rt));
+        }
+        t.notes.push_back(
+            summary_line(learners[i]->name, reference->name, vs_reference, vs_best[i]));
+      }
+    }
   }
   return t;
 }
@@ -233,6 +341,17 @@ Table multitask_table(const Grid& g) {
       columns.push_back({&a, nullptr, &two_task});
     }
   }
+  // The best baseline: the fastest non-GO agent of each workload; each GO agent against it.
+  std::vector<const Agent*> non_go;
+  std::vector<const Agent*> go_agents;
+  for (const auto& a : g.agents) (is_go(a) ? go_agents : non_go).push_back(&a);
+  const bool best_columns = !non_go.empty() && !go_agents.empty();
+  if (best_columns) {
+    t.header.push_back("best baseline");
+    t.header.push_back("best baseline (ms)");
+    for (const auto* a : go_agents) t.header.push_back(a->name + " vs best baseline");
+  }
+  std::vector<std::vector<double>> vs_best(go_agents.size());
   std::vector<std::vector<double>> values(columns.size());
   for (const auto& w : g.workloads) {
     std::vector<std::string> row{w};
@@ -262,19 +381,31 @@ Table multitask_table(const Grid& g) {
         row.push_back(percent(values[i].back()));
       }
     }
+    if (best_columns) {
+      const Best bb = best_of(g, w, non_go);
+      row.push_back(bb.agent ? bb.agent->name : "-");
+      row.push_back(bb.agent ? ms(bb.time_s) : "-");
+      for (std::size_t i = 0; i < go_agents.size(); ++i) {
+        auto at = g.time(w, go_agents[i]->name);
+        if (!bb.agent || !g.cell(w, go_agents[i]->name)) {
+          row.push_back("-");
+        } else if (!at) {
+          row.push_back("OOM");
+        } else {
+          vs_best[i].push_back(reduction(*at, bb.time_s));
+          row.push_back(percent(vs_best[i].back()));
+        }
+      }
+    }
     t.rows.push_back(std::move(row));
   }
-  if (g.workloads.size() > 1 && !columns.empty()) {
+  if (g.workloads.size() > 1 && (!columns.empty() || best_columns)) {
     std::vector<std::string> row{"average"};
     row.resize(1 + refs.size());
-    for (const auto& v : values) {
-      if (v.empty()) {
-        row.push_back("-");
-        continue;
-      }
-      double sum = 0;
-      for (double x : v) sum += x;
-      row.push_back(percent(sum / static_cast<double>(v.size())));
+    for (const auto& v : values) row.push_back(average_text(v));
+    if (best_columns) {
+      row.resize(row.size() + 2);  // best baseline and its time
+      for (const auto& v : vs_best) row.push_back(average_text(v));
     }
     t.rows.push_back(std::move(row));
   }
@@ -298,6 +429,215 @@ Table multitask_table(const Grid& g) {
         "vs best two tasks: relative to the fastest of go_placement_scheduling, "
         "go_placement_fusion and go_scheduling_fusion on that workload.");
   }
+  if (best_columns) {
+    t.notes.push_back(best_baseline_note(true));
+    for (std::size_t i = 0; i < go_agents.size(); ++i) {
+      if (go_agents[i]->type != "go_multitask") continue;
+      std::vector<double> vs_tf;
+      for (std::size_t c = 0; c < columns.size(); ++c) {
+        if (columns[c].agent == go_agents[i] && columns[c].ref == tf_default) vs_tf = values[c];
+      }
+      t.notes.push_back(
+          summary_line(go_agents[i]->name, tf_default ? "TF default" : "-", vs_tf, vs_best[i]));
+    }
+  }
+  return t;
+}
+
+// Lower bounds and optimality gaps of `workloads`: the bound recorded with the results
+// (simulator/lower_bounds.h), the basic one, each agent's step time over the bound and the
+// best step time any agent found over it.
+Table bounds_table(const Grid& g, const std::vector<std::string>& workloads, std::string id,
+                   std::string title, bool fused) {
+  Table t;
+  t.id = std::move(id);
+  t.title = std::move(title);
+  t.header = {"workload", "bound (ms)", "max(critical path, work) (ms)"};
+  for (const auto& a : g.agents) t.header.push_back(a.name + " gap");
+  t.header.push_back("best / bound");
+  std::vector<std::vector<double>> gaps(g.agents.size() + 1);
+  for (const auto& w : workloads) {
+    const double bound = g.bound_s.at(w);
+    if (!(bound > 0)) {  // results without bounds (hand-made files)
+      std::vector<std::string> row(t.header.size(), "-");
+      row[0] = w;
+      t.rows.push_back(std::move(row));
+      continue;
+    }
+    std::vector<std::string> row{w, ms(bound), ms(g.basic_bound_s.at(w))};
+    std::optional<double> best;
+    for (std::size_t i = 0; i < g.agents.size(); ++i) {
+      const Cell* c = g.cell(w, g.agents[i].name);
+      auto time = g.time(w, g.agents[i].name);
+      if (!c) {
+        row.emplace_back("-");
+      } else if (!time) {
+        row.emplace_back("OOM");
+      } else {
+        gaps[i].push_back(*time / bound);
+        row.push_back(ratio_text(gaps[i].back()));
+        if (!best || *time < *best) best = time;
+      }
+    }
+    if (best) {
+      gaps.back().push_back(*best / bound);
+      row.push_back(ratio_text(gaps.back().back()));
+    } else {
+      row.emplace_back("-");
+    }
+    t.rows.push_back(std::move(row));
+  }
+  if (workloads.size() > 1) {
+    std::vector<std::string> row{"average", "", ""};
+    for (const auto& v : gaps) {
+      if (v.empty()) {
+        row.emplace_back("-");
+        continue;
+      }
+      double sum = 0;
+      for (double x : v) sum += x;
+      row.push_back(ratio_text(sum / static_cast<double>(v.size())));
+    }
+    t.rows.push_back(std::move(row));
+  }
+  t.notes.emplace_back(
+      "bound: a lower bound on the step time no placement or schedule of the unfused graph "
+      "beats (simulator/lower_bounds.h; docs/simulator.md \"Lower bounds\" has each bound "
+      "and its proof); max(critical path, work): the basic bound, the only one in files "
+      "written before 2026-11-24. X gap: X's mean step time over the bound (1.00x: provably "
+      "optimal). best / bound: the fastest agent's step time over the bound.");
+  if (fused) {
+    t.notes.emplace_back(
+        "Fusion removes launches and memory traffic, so fused decisions can beat the bound "
+        "(a gap below 1.00x).");
+  }
+  return t;
+}
+
+// Samples a learning curve needed to reach a best step time <= target; nullopt: never.
+std::optional<std::int64_t> samples_to_reach(const RunResult& r, double target_s) {
+  for (const auto& p : r.learning_curve) {
+    if (p.best_step_time_s <= target_s * (1 + 1e-12)) return p.samples;
+  }
+  return std::nullopt;
+}
+
+// Convergence: for every agent with a learning curve, the simulations it took to reach
+// three targets, per seed, averaged over the seeds that reached them: HDP's final best of
+// the same seed (the paper's measure), the human expert's step time, and 5% above the best
+// baseline of that seed (the fastest non-GO agent).
+Table convergence_table(const Grid& g) {
+  Table t;
+  t.id = "convergence";
+  t.title = "Convergence: simulations to reach a reference step time";
+  const Agent* hdp = nullptr;
+  const Agent* expert = nullptr;
+  // Baselines as in the placement table: every non-GO agent when there are GO agents,
+  // else the agents that do not learn.
+  const bool go = std::any_of(g.agents.begin(), g.agents.end(), is_go);
+  std::vector<const Agent*> non_go;
+  for (const auto& a : g.agents) {
+    if (a.type == "hdp" && !hdp) hdp = &a;
+    if ((a.type == "human_expert" || a.type == "tf_default") && !expert) expert = &a;
+    if (go ? !is_go(a) : !a.learner) non_go.push_back(&a);
+  }
+  // One result per (workload, agent, seed).
+  std::map<std::tuple<std::string, std::string, std::uint64_t>, const RunResult*> by_key;
+  for (const auto* r : g.results) by_key[{r->key.workload, r->key.agent, r->key.seed}] = r;
+  auto valid_time = [&](const std::string& w, const Agent* a,
+                        std::uint64_t seed) -> std::optional<double> {
+    if (!a) return std::nullopt;
+    auto it = by_key.find({w, a->name, seed});
+    if (it == by_key.end() || it->second->oom) return std::nullopt;
+    return it->second->best_step_time_s;
+  };
+  t.header = {"workload", "agent", "samples"};
+  if (hdp) {
+    t.header.push_back(hdp->name + " final best (ms)");
+    t.header.push_back("samples to " + hdp->name + " final best");
+  }
+  if (expert) {
+    t.header.push_back(expert->name + " (ms)");
+    t.header.push_back("samples to " + expert->name);
+  }
+  t.header.emplace_back("best baseline + 5% (ms)");
+  t.header.emplace_back("samples to best baseline + 5%");
+  for (const auto& w : g.workloads) {
+    for (const auto& a : g.agents) {
+      std::vector<const RunResult*> runs;
+      for (const auto* r : g.results) {
+        if (r->key.workload == w && r->key.agent == a.name && !r->learning_curve.empty()) {
+          runs.push_back(r);
+        }
+      }
+      if (runs.empty()) continue;
+      std::vector<std::string> row{w, a.name};
+      double samples = 0;
+      for (const auto* r : runs) samples += static_cast<double>(r->samples);
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.0f", samples / static_cast<double>(runs.size()));
+      row.emplace_back(buf);
+      // A target per seed: its mean in ms, then the mean samples over the seeds reaching it.
+      auto measure = [&](const std::function<std::optional<double>(std::uint64_t)>& target) {
+        double target_sum = 0;
+        int targets = 0;
+        double reached_sum = 0;
+        int reached = 0;
+        for (const auto* r : runs) {
+          auto tt = target(r->key.seed);
+          if (!tt) continue;
+          target_sum += *tt;
+          ++targets;
+          if (auto n = samples_to_reach(*r, *tt)) {
+            reached_sum += static_cast<double>(*n);
+            ++reached;
+          }
+        }
+        if (targets == 0) {
+          row.emplace_back("-");
+          row.emplace_back("-");
+          return;
+        }
+        row.push_back(ms(target_sum / targets));
+        if (reached == 0) {
+          row.emplace_back("never");
+          return;
+        }
+        std::snprintf(buf, sizeof buf, "%.0f", reached_sum / reached);
+        std::string cell = buf;
+        if (reached < targets) {
+          cell += " (" + std::to_string(reached) + " of " + std::to_string(targets) + " seeds)";
+        }
+        row.push_back(cell);
+      };
+      if (hdp) measure([&](std::uint64_t seed) { return valid_time(w, hdp, seed); });
+      if (expert) measure([&](std::uint64_t seed) { return valid_time(w, expert, seed); });
+      measure([&](std::uint64_t seed) -> std::optional<double> {
+        std::optional<double> best;
+        for (const auto* b : non_go) {
+          auto bt = valid_time(w, b, seed);
+          if (bt && (!best || *bt < *best)) best = bt;
+        }
+        if (!best) return std::nullopt;
+        return *best * 1.05;
+      });
+      t.rows.push_back(std::move(row));
+    }
+  }
+  t.notes.emplace_back(
+      "samples: simulations each agent used (training and the final evaluation), mean over "
+      "seeds. samples to R: the simulations its learning curve took to reach a best step time "
+      "at or below R's, per seed, averaged over the seeds that reached it (\"never\": none "
+      "did; \"k of n seeds\": only k did).");
+  if (hdp) {
+    t.notes.push_back("samples to " + hdp->name +
+                      " final best: the paper's convergence measure (GO needs 15x fewer "
+                      "samples than HDP); undefined where HDP found nothing that fits.");
+  }
+  t.notes.push_back(std::string("best baseline + 5%: 1.05 times the step time of the same "
+                                "seed's fastest ") +
+                    (go ? "non-GO agent (HDP and the search reference included)."
+                        : "agent that does not learn."));
   return t;
 }
 
@@ -387,16 +727,30 @@ std::vector<Table> build_tables(const ResultsFile& file) {
   std::vector<std::string> seen;
   std::vector<std::string> held_out;
   for (const auto& w : g.workloads) (g.held_out[w] ? held_out : seen).push_back(w);
+  const bool multitask = file.metadata.table == "multitask";
+  const bool validation = file.metadata.table == "validation";
   if (!seen.empty()) {
     tables.push_back(
         placement_table(g, seen, "placement", "Placement: step time per workload and agent"));
+    if (!validation && !multitask) {
+      tables.push_back(bounds_table(g, seen, "placement_bounds",
+                                    "Placement: lower bounds and optimality gaps", false));
+    }
   }
   if (!held_out.empty()) {
     tables.push_back(placement_table(g, held_out, "generalization",
                                      "Generalization: step time on held-out graphs"));
+    tables.push_back(bounds_table(g, held_out, "generalization_bounds",
+                                  "Generalization: lower bounds and optimality gaps", false));
   }
-  if (file.metadata.table == "multitask" && !g.workloads.empty()) {
+  if (multitask && !g.workloads.empty()) {
     tables.push_back(multitask_table(g));
+    tables.push_back(bounds_table(g, g.workloads, "multitask_bounds",
+                                  "Multi-task: lower bounds and optimality gaps", true));
+  }
+  if (!validation && std::any_of(file.results.begin(), file.results.end(),
+                                 [](const RunResult& r) { return !r.learning_curve.empty(); })) {
+    tables.push_back(convergence_table(g));
   }
   if (file.metadata.table == "validation") tables.push_back(validation_table(file));
   if (tables.empty()) {

@@ -31,6 +31,9 @@ RESULT_ATTRS = [
 # Written only by `gopt validate` (measured on a real backend); absent otherwise.
 MEASURED_ATTRS = ["measured_step_time_s", "measured_backend", "measured_spread", "op_times",
                   "op_times_in_sample"]
+# The tightest lower bound (simulator/lower_bounds.h); absent in files written before
+# 2026-11-24, where results_frame fills it with max(critical path, work).
+BOUND_ATTR = "lower_bound_s"
 CURVE_FIELDS = ["step", "samples", "best_step_time_s", "mean_step_time_s", "wall_s"]
 
 
@@ -94,13 +97,15 @@ def results_frame(path):
             for key in ("learner", "held_out", "oom"):
                 row[key] = bool(row[key])
             row["options"] = json.loads(_text(g.attrs["options"]))
+            basic = max(row["lower_bound_critical_path_s"], row["lower_bound_work_s"])
+            row[BOUND_ATTR] = max(basic, float(g.attrs.get(BOUND_ATTR, 0.0)))
             for key in MEASURED_ATTRS:
                 if key in g.attrs:
                     value = g.attrs[key]
                     row[key] = _text(value) if isinstance(value, (bytes, str)) else value.item()
             rows.append(row)
     measured = [k for k in MEASURED_ATTRS if any(k in r for r in rows)]
-    df = pd.DataFrame(rows, columns=RESULT_ATTRS + ["options"] + measured)
+    df = pd.DataFrame(rows, columns=RESULT_ATTRS + [BOUND_ATTR, "options"] + measured)
     df = df.sort_values(["order", "workload", "agent", "seed"]).reset_index(drop=True)
     df["best_step_time_ms"] = df["best_step_time_s"] * 1e3
     return df
@@ -156,9 +161,59 @@ def placement_table(df):
         table["best GO" if go else "best learned"] = times[learners].idxmin(axis=1)
         for b in baselines:
             table[f"vs {b}"] = 100.0 * (times[b] - best) / times[b]
+        _add_best_baseline(table, times, baselines, learners)
         if len(workloads) > 1:
-            average = {f"vs {b}": table[f"vs {b}"].mean() for b in baselines}
-            table.loc["average"] = pd.Series(average)
+            columns = [f"vs {b}" for b in baselines] + [f"{a} vs best baseline" for a in learners]
+            table.loc["average"] = table[columns].mean()
+    return table
+
+
+def _add_best_baseline(table, times, baselines, subjects):
+    """Adds `gopt table`'s best-baseline columns to `table` (indexed by workload): the
+    fastest of `baselines` per workload (named; the first in config order on a tie), its
+    time (ms), and each subject's step-time reduction (percent) relative to it."""
+    base = times[baselines]
+    has = base.notna().any(axis=1)
+    table["best baseline"] = base[has].idxmin(axis=1).reindex(times.index)
+    table["best baseline (ms)"] = base.min(axis=1)
+    for a in subjects:
+        table[f"{a} vs best baseline"] = (100.0 * (table["best baseline (ms)"] - times[a])
+                                          / table["best baseline (ms)"])
+
+
+def _types(df):
+    return {a: str(df.loc[df["agent"] == a, "agent_type"].iloc[0])
+            for a in dict.fromkeys(df["agent"])}
+
+
+def _baselines(df):
+    """(subjects, baselines) as `gopt table` splits them: the GO agents against every other
+    agent when there are GO agents, else the learners against the agents that do not learn."""
+    agents = list(dict.fromkeys(df["agent"]))
+    types = _types(df)
+    go = [a for a in agents if types[a].startswith("go_")]
+    subjects = go or [a for a in agents if df.loc[df["agent"] == a, "learner"].any()]
+    return subjects, [a for a in agents if a not in subjects]
+
+
+def bounds_table(df):
+    """`gopt table`'s lower bounds and optimality gaps: per workload the bound (ms; the
+    tightest recorded, simulator/lower_bounds.h), the basic max(critical path, work) (ms),
+    each agent's gap (mean step time / bound) and the best agent's, with an average row."""
+    agents = list(dict.fromkeys(df["agent"]))
+    workloads = list(dict.fromkeys(df["workload"]))
+    times = df[~df["oom"]].pivot_table(index="workload", columns="agent",
+                                       values="best_step_time_ms", aggfunc="mean")
+    times = times.reindex(index=workloads, columns=agents)
+    bound = df.groupby("workload")[BOUND_ATTR].max().reindex(workloads) * 1e3
+    basic = (df.assign(basic=df[["lower_bound_critical_path_s", "lower_bound_work_s"]].max(axis=1))
+             .groupby("workload")["basic"].max().reindex(workloads) * 1e3)
+    table = pd.DataFrame({"bound (ms)": bound, "max(critical path, work) (ms)": basic})
+    for a in agents:
+        table[f"{a} gap"] = times[a] / bound
+    table["best / bound"] = times.min(axis=1) / bound
+    if len(workloads) > 1:
+        table.loc["average"] = table[[c for c in table.columns if "gap" in c or "/" in c]].mean()
     return table
 
 
@@ -201,6 +256,10 @@ def multitask_table(df):
             if group:
                 best = times[group].min(axis=1)
                 table[f"{a} vs {label}"] = 100.0 * (best - times[a]) / best
+    go = [a for a in agents if types[a].startswith("go_")]
+    others = [a for a in agents if a not in go]
+    if go and others:
+        _add_best_baseline(table, times, others, go)
     if len(workloads) > 1:
         table.loc["average"] = table[[c for c in table.columns if " vs " in c]].mean()
     return table
@@ -229,3 +288,51 @@ def convergence(curves, fast="go_one", slow="hdp"):
                      "times fewer": (n_slow / n_fast) if n_fast else None})
     return pd.DataFrame(rows)
 
+
+
+def convergence_table(df, curves):
+    """`gopt table`'s convergence table: per workload and agent with a learning curve, the
+    simulations it used (mean over seeds) and, per seed, the simulations its curve took to
+    reach three targets, averaged over the seeds that reached them (NaN: none did; the
+    `... seeds` column says how many did): HDP's final best of the same seed (the paper's
+    measure, undefined where HDP found nothing that fits), the human expert's step time
+    (tf_default's when there is no expert), and 1.05 times the same seed's best baseline."""
+    types = _types(df)
+    _, baselines = _baselines(df)
+    hdp = next((a for a in types if types[a] == "hdp"), None)
+    expert = next((a for a in types if types[a] in ("human_expert", "tf_default")), None)
+    valid = df[~df["oom"]].set_index(["workload", "agent", "seed"])["best_step_time_s"]
+
+    def time(workload, agent, seed):
+        key = (workload, agent, seed)
+        return float(valid.loc[key]) if agent is not None and key in valid.index else None
+
+    def best_baseline(workload, seed):
+        found = [t for t in (time(workload, b, seed) for b in baselines) if t is not None]
+        return min(found) * 1.05 if found else None
+
+    targets = []
+    if hdp:
+        targets.append((f"{hdp} final best", lambda w, s: time(w, hdp, s)))
+    if expert:
+        targets.append((expert, lambda w, s: time(w, expert, s)))
+    targets.append(("best baseline + 5%", best_baseline))
+    rows = []
+    for (workload, agent), group in curves.groupby(["workload", "agent"], sort=False):
+        runs = df[(df["workload"] == workload) & (df["agent"] == agent)]
+        row = {"workload": workload, "agent": agent, "samples": runs["samples"].mean()}
+        for label, target in targets:
+            reached, goals = [], []
+            for seed, c in group.groupby("seed"):
+                goal = target(workload, seed)
+                if goal is None:
+                    continue
+                goals.append(goal)
+                n = samples_to_reach(c.sort_values("step"), goal)
+                if n is not None:
+                    reached.append(n)
+            row[f"{label} (ms)"] = np.mean(goals) * 1e3 if goals else np.nan
+            row[f"samples to {label}"] = np.mean(reached) if reached else np.nan
+            row[f"samples to {label}: seeds"] = f"{len(reached)} of {len(goals)}"
+        rows.append(row)
+    return pd.DataFrame(rows)

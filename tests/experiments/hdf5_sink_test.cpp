@@ -42,6 +42,7 @@ RunResult sample_result(const std::string& agent, std::uint64_t seed, bool learn
   r.oom_device = learner ? 1 : -1;
   r.lower_bound_critical_path_s = 0.001;
   r.lower_bound_work_s = 0.002;
+  r.lower_bound_s = 0.0025;
   r.bytes_moved = 1LL << 40;
   r.wall_s = 1.5;
   r.samples = 42;
@@ -87,6 +88,7 @@ void expect_same(const RunResult& a, const RunResult& b) {
   EXPECT_EQ(a.oom_device, b.oom_device);
   EXPECT_EQ(a.lower_bound_critical_path_s, b.lower_bound_critical_path_s);
   EXPECT_EQ(a.lower_bound_work_s, b.lower_bound_work_s);
+  EXPECT_EQ(a.lower_bound_s, b.lower_bound_s);
   EXPECT_EQ(a.bytes_moved, b.bytes_moved);
   EXPECT_EQ(a.wall_s, b.wall_s);
   EXPECT_EQ(a.samples, b.samples);

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -67,17 +68,35 @@ TEST(MultitaskTableTest, EveryVariantAgainstTfDefaultSingleGpuAndTheBestSingleTa
                                         "go_fusion vs single GPU",
                                         "go_multitask vs TF default",
                                         "go_multitask vs single GPU",
-                                        "go_multitask vs best single task"};
+                                        "go_multitask vs best single task",
+                                        "best baseline",
+                                        "best baseline (ms)",
+                                        "go_placement vs best baseline",
+                                        "go_fusion vs best baseline",
+                                        "go_multitask vs best baseline"};
   EXPECT_EQ(t.header, header);
   ASSERT_EQ(t.rows.size(), 3U);
   EXPECT_EQ(t.rows[0],
             (std::vector<std::string>{"w1", "80.000", "100.000", "+25.0%", "+40.0%", "+15.0%",
-                                      "+32.0%", "+40.0%", "+52.0%", "+20.0%"}));
-  EXPECT_EQ(t.rows[1], (std::vector<std::string>{"w2", "100.000", "200.000", "OOM", "OOM", "+20.0%",
-                                                 "+60.0%", "+40.0%", "+70.0%", "+25.0%"}));
+                                      "+32.0%", "+40.0%", "+52.0%", "+20.0%", "tf_default",
+                                      "80.000", "+25.0%", "+15.0%", "+40.0%"}));
+  EXPECT_EQ(t.rows[1],
+            (std::vector<std::string>{"w2", "100.000", "200.000", "OOM", "OOM", "+20.0%", "+60.0%",
+                                      "+40.0%", "+70.0%", "+25.0%", "tf_default", "100.000", "OOM",
+                                      "+20.0%", "+40.0%"}));
   // Averages over the workloads where both have a time (go_placement: w1 only).
   EXPECT_EQ(t.rows[2], (std::vector<std::string>{"average", "", "", "+25.0%", "+40.0%", "+17.5%",
-                                                 "+46.0%", "+40.0%", "+61.0%", "+22.5%"}));
+                                                 "+46.0%", "+40.0%", "+61.0%", "+22.5%", "", "",
+                                                 "+25.0%", "+17.5%", "+40.0%"}));
+  // The summary under the table says both averages of multi-task GO.
+  bool summary = false;
+  for (const auto& n : t.notes) {
+    summary = summary || n.find(
+                             "Summary: go_multitask is +40.0% vs TF default on average (the "
+                             "paper's comparison) and +40.0% vs the best baseline of each "
+                             "workload, ahead of it on 2 of 2 workloads.") != std::string::npos;
+  }
+  EXPECT_TRUE(summary);
   const std::string md = render_tables(tables, TableFormat::kMarkdown);
   EXPECT_NE(md.find("| go_multitask vs best single task |"), std::string::npos) << md;
 }
@@ -96,13 +115,14 @@ TEST(MultitaskTableTest, MultitaskAgainstTheBestTwoTaskVariant) {
       {"w2", "joint", "go_multitask", 48},
   }));
   const Table& t = multitask(tables);
-  ASSERT_GE(t.header.size(), 2U);
-  EXPECT_EQ(t.header.back(), "joint vs best two tasks");
-  EXPECT_EQ(t.header[t.header.size() - 2], "joint vs single GPU");  // no single-task agents
+  const auto column = static_cast<std::size_t>(
+      std::find(t.header.begin(), t.header.end(), "joint vs best two tasks") - t.header.begin());
+  ASSERT_LT(column, t.header.size());
+  EXPECT_EQ(t.header[column - 1], "joint vs single GPU");  // no single-task agents
   ASSERT_EQ(t.rows.size(), 3U);
-  EXPECT_EQ(t.rows[0].back(), "-10.0%");  // 44 against pf's 40
-  EXPECT_EQ(t.rows[1].back(), "+20.0%");  // 48 against ps's 60
-  EXPECT_EQ(t.rows[2].back(), "+5.0%");
+  EXPECT_EQ(t.rows[0][column], "-10.0%");  // 44 against pf's 40
+  EXPECT_EQ(t.rows[1][column], "+20.0%");  // 48 against ps's 60
+  EXPECT_EQ(t.rows[2][column], "+5.0%");
   bool noted = false;
   for (const auto& n : t.notes) noted = noted || n.find("vs best two tasks") != std::string::npos;
   EXPECT_TRUE(noted);
@@ -140,8 +160,10 @@ TEST(MultitaskTableTest, MissingReferencesAreNamedInANote) {
       {"w2", "go_multitask", "go_multitask", 40},
   }));
   const Table& p = multitask(partial);
-  EXPECT_EQ(p.rows[0], (std::vector<std::string>{"w1", "80.000", "100.000", "-", "-"}));
-  EXPECT_EQ(p.rows[2], (std::vector<std::string>{"average", "", "", "+50.0%", "+60.0%"}));
+  EXPECT_EQ(p.rows[0], (std::vector<std::string>{"w1", "80.000", "100.000", "-", "-", "tf_default",
+                                                 "80.000", "-"}));
+  EXPECT_EQ(p.rows[2],
+            (std::vector<std::string>{"average", "", "", "+50.0%", "+60.0%", "", "", "+50.0%"}));
 }
 
 TEST(PlacementTableTest, GoAgentsAreComparedWithEveryOtherAgentHdpIncluded) {
@@ -156,14 +178,182 @@ TEST(PlacementTableTest, GoAgentsAreComparedWithEveryOtherAgentHdpIncluded) {
   ASSERT_FALSE(tables.empty());
   const Table& t = tables.front();
   ASSERT_EQ(t.id, "placement");
-  const std::vector<std::string> header = {"workload",    "human_expert (ms)", "hdp (ms)",
-                                           "go_one (ms)", "best GO",           "vs human_expert",
-                                           "vs hdp"};
+  const std::vector<std::string> header = {"workload",
+                                           "human_expert (ms)",
+                                           "hdp (ms)",
+                                           "go_one (ms)",
+                                           "best GO",
+                                           "vs human_expert",
+                                           "vs hdp",
+                                           "best baseline",
+                                           "best baseline (ms)",
+                                           "go_one vs best baseline"};
   EXPECT_EQ(t.header, header);
   ASSERT_FALSE(t.rows.empty());
-  EXPECT_EQ(t.rows[0][4], "go_one");
-  EXPECT_EQ(t.rows[0][5], "+25.0%");
-  EXPECT_EQ(t.rows[0][6], "+40.0%");
+  EXPECT_EQ(t.rows[0],
+            (std::vector<std::string>{"w1", "100.000", "125.000", "75.000", "go_one", "+25.0%",
+                                      "+40.0%", "human_expert", "100.000", "+25.0%"}));
+}
+
+// Sets the recorded bounds of every result of `workload`: critical path, work, tight bound.
+void set_bounds(ResultsFile& file, const std::string& workload, double cp_ms, double work_ms,
+                double bound_ms) {
+  for (auto& r : file.results) {
+    if (r.key.workload != workload) continue;
+    r.lower_bound_critical_path_s = cp_ms * 1e-3;
+    r.lower_bound_work_s = work_ms * 1e-3;
+    r.lower_bound_s = bound_ms * 1e-3;
+  }
+}
+
+const Table& table_with_id(const std::vector<Table>& tables, const std::string& id) {
+  for (const auto& t : tables) {
+    if (t.id == id) return t;
+  }
+  ADD_FAILURE() << "no " << id << " table";
+  static const Table kNone;
+  return kNone;
+}
+
+bool has_note(const Table& t, const std::string& text) {
+  for (const auto& n : t.notes) {
+    if (n.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+TEST(PlacementTableTest, BestBaselinePerWorkloadAndEachGoAgentAgainstIt) {
+  // w1: METIS is the best baseline (90), GO-one beats it; w2: the search reference is the
+  // best baseline (50) and beats GO-one (55); w3: the expert is OOM, HDP best (200).
+  auto file = fixture({
+      {"w1", "human_expert", "human_expert", 120},
+      {"w1", "metis", "metis", 90},
+      {"w1", "search", "annealing", 95},
+      {"w1", "go_one", "go_one", 72},
+      {"w1", "go_b", "go_one", 99},
+      {"w2", "human_expert", "human_expert", 100},
+      {"w2", "metis", "metis", 80},
+      {"w2", "search", "annealing", 50},
+      {"w2", "go_one", "go_one", 55},
+      {"w2", "go_b", "go_one", -1},
+      {"w3", "human_expert", "human_expert", -1},
+      {"w3", "metis", "metis", 250},
+      {"w3", "search", "annealing", 200},
+      {"w3", "go_one", "go_one", 150},
+      {"w3", "go_b", "go_one", 210},
+  });
+  file.metadata.table = "placement";
+  const auto tables = build_tables(file);
+  const Table& t = table_with_id(tables, "placement");
+  const std::vector<std::string> tail = {"best baseline", "best baseline (ms)",
+                                         "go_one vs best baseline", "go_b vs best baseline"};
+  ASSERT_GE(t.header.size(), tail.size());
+  EXPECT_EQ(std::vector<std::string>(t.header.end() - 4, t.header.end()), tail);
+  ASSERT_EQ(t.rows.size(), 4U);
+  auto last4 = [](const std::vector<std::string>& row) {
+    return std::vector<std::string>(row.end() - 4, row.end());
+  };
+  EXPECT_EQ(last4(t.rows[0]), (std::vector<std::string>{"metis", "90.000", "+20.0%", "-10.0%"}));
+  EXPECT_EQ(last4(t.rows[1]), (std::vector<std::string>{"search", "50.000", "-10.0%", "OOM"}));
+  EXPECT_EQ(last4(t.rows[2]), (std::vector<std::string>{"search", "200.000", "+25.0%", "-5.0%"}));
+  // Averages: go_one (20 - 10 + 25) / 3, go_b (-10 - 5) / 2.
+  EXPECT_EQ(last4(t.rows[3]), (std::vector<std::string>{"", "", "+11.7%", "-7.5%"}));
+  // The paper's column (vs the expert) averages w1 and w2: (40 + 45) / 2; best GO vs the
+  // best baseline: 20, -10, 25 (go_one is the best GO agent everywhere).
+  EXPECT_TRUE(has_note(t,
+                       "Summary: the best GO agent is +42.5% vs human_expert on average (the "
+                       "paper's comparison) and +11.7% vs the best baseline of each workload, "
+                       "ahead of it on 2 of 3 workloads."))
+      << t.notes.back();
+  EXPECT_TRUE(has_note(t, "Summary: go_b is"));
+  // csv carries the same cells.
+  const std::string csv = render_tables({t}, TableFormat::kCsv);
+  EXPECT_NE(csv.find("w2,100.000,80.000,50.000,55.000,OOM,"), std::string::npos) << csv;
+}
+
+TEST(BoundsTableTest, BoundsAndGapsPerAgent) {
+  auto file = fixture({
+      {"w1", "human_expert", "human_expert", 120},
+      {"w1", "go_one", "go_one", 60},
+      {"w2", "human_expert", "human_expert", -1},
+      {"w2", "go_one", "go_one", 90},
+  });
+  file.metadata.table = "placement";
+  set_bounds(file, "w1", 30, 40, 50);  // the tight bound 50 > max(30, 40)
+  set_bounds(file, "w2", 45, 20, 0);   // an older file: no tight bound, max(45, 20) = 45
+  const auto tables = build_tables(file);
+  const Table& t = table_with_id(tables, "placement_bounds");
+  EXPECT_EQ(t.header,
+            (std::vector<std::string>{"workload", "bound (ms)", "max(critical path, work) (ms)",
+                                      "human_expert gap", "go_one gap", "best / bound"}));
+  ASSERT_EQ(t.rows.size(), 3U);
+  EXPECT_EQ(t.rows[0],
+            (std::vector<std::string>{"w1", "50.000", "40.000", "2.40x", "1.20x", "1.20x"}));
+  EXPECT_EQ(t.rows[1],
+            (std::vector<std::string>{"w2", "45.000", "45.000", "OOM", "2.00x", "2.00x"}));
+  EXPECT_EQ(t.rows[2], (std::vector<std::string>{"average", "", "", "2.40x", "1.60x", "1.60x"}));
+  EXPECT_TRUE(has_note(t, "provably optimal"));
+}
+
+TEST(ConvergenceTableTest, SamplesToHdpExpertAndBestBaseline) {
+  auto file = fixture({
+      {"w1", "human_expert", "human_expert", 100},
+      {"w1", "hdp", "hdp", 90},
+      {"w1", "go_one", "go_one", 70},
+  });
+  file.metadata.table = "placement";
+  using P = agents::LearningCurvePoint;
+  // hdp: reaches 90 at 400 samples; go_one: 95 at 17, 88 at 34, 70 at 51.
+  file.results[1].learning_curve = {P{1, 200, 0.120, 0, 0}, P{2, 400, 0.090, 0, 0}};
+  file.results[1].samples = 401;
+  file.results[2].learning_curve = {P{1, 17, 0.095, 0, 0}, P{2, 34, 0.088, 0, 0},
+                                    P{3, 51, 0.070, 0, 0}};
+  file.results[2].samples = 52;
+  const auto tables = build_tables(file);
+  const Table& t = table_with_id(tables, "convergence");
+  EXPECT_EQ(t.header,
+            (std::vector<std::string>{"workload", "agent", "samples", "hdp final best (ms)",
+                                      "samples to hdp final best", "human_expert (ms)",
+                                      "samples to human_expert", "best baseline + 5% (ms)",
+                                      "samples to best baseline + 5%"}));
+  ASSERT_EQ(t.rows.size(), 2U);
+  // The best baseline is HDP (90); +5%: 94.5 ms.
+  EXPECT_EQ(t.rows[0], (std::vector<std::string>{"w1", "hdp", "401", "90.000", "400", "100.000",
+                                                 "400", "94.500", "400"}));
+  EXPECT_EQ(t.rows[1], (std::vector<std::string>{"w1", "go_one", "52", "90.000", "34", "100.000",
+                                                 "17", "94.500", "34"}));
+}
+
+TEST(ConvergenceTableTest, NeverAndPartialSeedsAreSaid) {
+  ResultsFile file;
+  file.metadata.table = "placement";
+  auto add = [&](std::uint64_t seed, const std::string& agent, const std::string& type, double ms,
+                 std::vector<agents::LearningCurvePoint> curve) {
+    RunResult r;
+    r.key = {"w1", agent, seed};
+    r.order = static_cast<std::int64_t>(file.results.size());
+    r.agent_type = type;
+    r.learner = !curve.empty();
+    r.oom = ms < 0;
+    r.best_step_time_s = ms < 0 ? 0 : ms * 1e-3;
+    r.learning_curve = std::move(curve);
+    r.samples = 10;
+    file.results.push_back(r);
+  };
+  using P = agents::LearningCurvePoint;
+  add(1, "human_expert", "human_expert", 100, {});
+  add(2, "human_expert", "human_expert", 100, {});
+  add(1, "hdp", "hdp", -1, {P{1, 4, 1e9, 0, 0}});  // OOM in seed 1: no HDP target there
+  add(2, "hdp", "hdp", 80, {P{1, 4, 0.080, 0, 0}});
+  add(1, "go_one", "go_one", 90, {P{1, 5, 0.090, 0, 0}});
+  add(2, "go_one", "go_one", 120, {P{1, 5, 0.120, 0, 0}});
+  const auto tables = build_tables(file);
+  const Table& t = table_with_id(tables, "convergence");
+  ASSERT_EQ(t.rows.size(), 2U);
+  // go_one: HDP's best (seed 2 only, 80) never reached; the expert reached in seed 1 only.
+  EXPECT_EQ(t.rows[1],
+            (std::vector<std::string>{"w1", "go_one", "10", "80.000", "never", "100.000",
+                                      "5 (1 of 2 seeds)", "94.500", "5 (1 of 2 seeds)"}));
 }
 
 }  // namespace
