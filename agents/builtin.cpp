@@ -7,6 +7,7 @@
 #include "agents/go/go_agent.h"
 #include "agents/hdp/hdp_agent.h"
 #include "agents/registry.h"
+#include "agents/search/annealing.h"
 
 namespace gopt::agents {
 
@@ -18,6 +19,7 @@ void register_builtin_agents(AgentRegistry& registry) {
   register_tf_default(registry);
   hdp::register_hdp(registry);
   go::register_go(registry);
+  search::register_annealing(registry);
 }
 
 }  // namespace gopt::agents

@@ -1,0 +1,323 @@
+#include "agents/search/annealing.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <sstream>
+
+#include "agents/placement_utils.h"
+#include "core/rng.h"
+#include "core/strings.h"
+
+namespace gopt::agents::search {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Fusion level of an op that a fusion move switches on: above every op nearer the inputs,
+// as tf_default's XLA-style priorities (xla_fusion_priorities) give them.
+std::int32_t fusion_on(const core::CompiledGraph& g, NodeId v) {
+  return 1 + static_cast<std::int32_t>(g.topological_rank()[static_cast<std::size_t>(v)]);
+}
+
+constexpr std::int32_t kPriorityLevels = 8;
+
+class AnnealingAgent final : public Agent {
+ public:
+  explicit AnnealingAgent(AnnealingOptions options) : options_(std::move(options)) {}
+
+  std::string name() const override { return "annealing"; }
+  bool is_learner() const override { return true; }
+
+  core::Decision propose(const Problem& problem) override {
+    if (trained_graph_ == &problem.graph && devices_ == problem.num_devices()) return best_;
+    // Untrained: the best start without searching (one sample per start).
+    Environment env(problem);
+    train(env, TrainBudget().with_samples(static_cast<std::int64_t>(options_.starts.size())),
+          nullptr);
+    return best_;
+  }
+
+  void train(Environment& env, const TrainBudget& budget, TrainingObserver* observer) override {
+    const Problem& problem = env.problem();
+    const core::CompiledGraph& g = problem.graph;
+    const auto start_time = Clock::now();
+    core::Rng rng(core::mix_seed(options_.seed, problem.seed));
+    index_units(g);
+    const std::int64_t per_step = std::max<std::int64_t>(1, options_.samples_per_step);
+    std::int64_t limit = budget.max_samples;
+    if (budget.max_steps < std::numeric_limits<std::int64_t>::max() / per_step) {
+      limit = std::min(limit, env.samples() + budget.max_steps * per_step);
+    }
+    auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start_time).count(); };
+    auto out_of_budget = [&] { return env.samples() >= limit || elapsed() >= budget.max_seconds; };
+
+    // Learning curve: one point per `per_step` samples (and one for a last partial step).
+    const std::int64_t first_sample = env.samples();
+    std::int64_t step = 0;
+    double step_time_sum = 0;
+    std::int64_t in_step = 0;
+    auto record = [&](const Evaluation& e) {
+      step_time_sum += e.oom ? e.step_time_s * options_.oom_factor : e.step_time_s;
+      if (++in_step < per_step && env.samples() < limit) return;
+      ++step;
+      if (observer) {
+        LearningCurvePoint p;
+        p.step = step;
+        p.samples = env.samples();
+        p.best_step_time_s = env.best_step_time_s();
+        p.mean_step_time_s = step_time_sum / static_cast<double>(in_step);
+        p.wall_s = elapsed();
+        observer->on_training_step(p);
+      }
+      step_time_sum = 0;
+      in_step = 0;
+    };
+    auto cost_of = [&](const Evaluation& e) {
+      return e.oom ? e.step_time_s * options_.oom_factor : e.step_time_s;
+    };
+
+    // The starts: every start agent's decision, completed for the searched tasks.
+    AgentRegistry starters;
+    register_builtin_agents(starters);
+    core::Decision current;
+    double current_cost = std::numeric_limits<double>::infinity();
+    for (const auto& name : options_.starts) {
+      if (out_of_budget()) break;
+      auto agent = starters.create(name);
+      core::Decision d = agent->propose(problem);
+      complete(d, g);
+      const Evaluation e = env.evaluate(d);
+      record(e);
+      if (cost_of(e) < current_cost) {
+        current_cost = cost_of(e);
+        current = std::move(d);
+      }
+    }
+    if (!current.placement) {  // no start evaluated (a budget below one sample)
+      current = core::Decision{};
+      complete(current, g);
+    }
+    core::Decision best = current;
+    double best_cost = current_cost;
+    std::int64_t since_best = 0;
+    const std::int64_t budget_samples = std::max<std::int64_t>(
+        1,
+        limit == std::numeric_limits<std::int64_t>::max() ? per_step * 100 : limit - first_sample);
+    const std::int64_t restart_after = options_.restart_after > 0
+                                           ? options_.restart_after
+                                           : std::max<std::int64_t>(1, budget_samples / 10);
+    const double t0 = options_.initial_temperature;
+    const double t1 = std::min(options_.final_temperature, t0);
+    while (!out_of_budget()) {
+      const double progress = std::min(1.0, static_cast<double>(env.samples() - first_sample) /
+                                                static_cast<double>(budget_samples));
+      const double temperature = t0 > 0 ? t0 * std::pow(t1 / t0, progress) : 0.0;
+      core::Decision candidate = current;
+      move(candidate, problem, rng);
+      const Evaluation e = env.evaluate(candidate);
+      record(e);
+      const double cost = cost_of(e);
+      const double delta = (cost - current_cost) / std::max(current_cost, 1e-30);
+      if (delta <= 0 || (temperature > 0 && rng.uniform() < std::exp(-delta / temperature))) {
+        current = std::move(candidate);
+        current_cost = cost;
+      }
+      if (current_cost < best_cost) {
+        best = current;
+        best_cost = current_cost;
+        since_best = 0;
+      } else if (++since_best >= restart_after) {
+        current = best;
+        current_cost = best_cost;
+        since_best = 0;
+      }
+    }
+    // The best decision that fits (the environment saw every evaluation, the starts
+    // included), else the least bad one.
+    best_ = std::isfinite(env.best_step_time_s()) ? env.best_decision() : best;
+    trained_graph_ = &g;
+    devices_ = problem.num_devices();
+  }
+
+ private:
+  // The decision fields the search changes: a placement always (every op on device 0 when
+  // the start has none), priorities and fusion levels when searched.
+  void complete(core::Decision& d, const core::CompiledGraph& g) const {
+    const auto n = static_cast<std::size_t>(g.num_nodes());
+    if (!d.placement) d.placement = std::vector<DeviceId>(n, 0);
+    if (options_.search_priority && !d.priority) d.priority = std::vector<std::int32_t>(n, 0);
+    if (options_.search_fusion && !d.fusion) d.fusion = std::vector<std::int32_t>(n, 0);
+  }
+
+  // Colocation groups and layers as lists of ops, for whole-unit moves.
+  void index_units(const core::CompiledGraph& g) {
+    groups_.clear();
+    layers_.clear();
+    std::map<std::int32_t, std::vector<NodeId>> groups;
+    std::map<std::int32_t, std::vector<NodeId>> layers;
+    for (NodeId v = 0; v < g.num_nodes(); ++v) {
+      const auto i = static_cast<std::size_t>(v);
+      if (g.colocation()[i] >= 0) groups[g.colocation()[i]].push_back(v);
+      if (g.layer()[i] >= 0) layers[g.layer()[i]].push_back(v);
+    }
+    for (auto& [id, ops] : groups) groups_.push_back(std::move(ops));
+    for (auto& [id, ops] : layers) layers_.push_back(std::move(ops));
+  }
+
+  // One random move on `d`: which task (placement, priority, fusion) uniformly among the
+  // searched ones; a placement move takes a colocation group, a layer or a block of
+  // consecutive ops to another device.
+  void move(core::Decision& d, const Problem& problem, core::Rng& rng) const {
+    const core::CompiledGraph& g = problem.graph;
+    const auto& order = g.topological_order();
+    const auto n = static_cast<std::int64_t>(order.size());
+    std::vector<int> tasks;
+    if (options_.search_placement && problem.num_devices() > 1) tasks.push_back(0);
+    if (options_.search_priority) tasks.push_back(1);
+    if (options_.search_fusion) tasks.push_back(2);
+    if (tasks.empty() || n == 0) return;
+    const int task = tasks[static_cast<std::size_t>(
+        rng.uniform_int(0, static_cast<std::int64_t>(tasks.size()) - 1))];
+    // A block of consecutive ops in topological order.
+    auto block = [&] {
+      const std::int64_t length =
+          rng.uniform_int(1, std::max<std::int64_t>(1, std::min(n, options_.max_block)));
+      const std::int64_t first = rng.uniform_int(0, n - length);
+      return std::vector<NodeId>(order.begin() + first, order.begin() + first + length);
+    };
+    if (task == 0) {
+      std::vector<int> kinds = {2};
+      if (!groups_.empty()) kinds.push_back(0);
+      if (!layers_.empty()) kinds.push_back(1);
+      const int kind = kinds[static_cast<std::size_t>(
+          rng.uniform_int(0, static_cast<std::int64_t>(kinds.size()) - 1))];
+      std::vector<NodeId> ops;
+      if (kind == 0) {
+        ops = groups_[static_cast<std::size_t>(
+            rng.uniform_int(0, static_cast<std::int64_t>(groups_.size()) - 1))];
+      } else if (kind == 1) {
+        ops = layers_[static_cast<std::size_t>(
+            rng.uniform_int(0, static_cast<std::int64_t>(layers_.size()) - 1))];
+      } else {
+        ops = block();
+      }
+      auto& placement = *d.placement;
+      const DeviceId from = placement[static_cast<std::size_t>(ops.front())];
+      // Another device than the first op's (uniformly among the others).
+      auto to = static_cast<DeviceId>(rng.uniform_int(0, problem.num_devices() - 2));
+      if (to >= from) ++to;
+      for (NodeId v : ops) placement[static_cast<std::size_t>(v)] = to;
+      apply_colocation(g, placement);
+    } else if (task == 1) {
+      const auto level = static_cast<std::int32_t>(rng.uniform_int(0, kPriorityLevels - 1));
+      for (NodeId v : block()) (*d.priority)[static_cast<std::size_t>(v)] = level;
+    } else {
+      const bool on = rng.uniform() < 0.5;
+      for (NodeId v : block()) (*d.fusion)[static_cast<std::size_t>(v)] = on ? fusion_on(g, v) : 0;
+    }
+  }
+
+  AnnealingOptions options_;
+  std::vector<std::vector<NodeId>> groups_;
+  std::vector<std::vector<NodeId>> layers_;
+  core::Decision best_;
+  const core::CompiledGraph* trained_graph_ = nullptr;
+  DeviceId devices_ = 0;
+};
+
+std::vector<std::string> split_names(const std::string& text) {
+  std::vector<std::string> names;
+  std::string item;
+  std::istringstream in(text);
+  while (std::getline(in, item, ',')) {
+    item.erase(0, item.find_first_not_of(' '));
+    item.erase(item.find_last_not_of(' ') + 1);
+    if (!item.empty()) names.push_back(item);
+  }
+  return names;
+}
+
+}  // namespace
+
+std::unique_ptr<Agent> make_annealing_agent(const AnnealingOptions& options) {
+  return std::make_unique<AnnealingAgent>(options);
+}
+
+void register_annealing(AgentRegistry& registry) {
+  const AnnealingOptions d;
+  auto text = [](double v) {
+    std::ostringstream s;
+    s << v;
+    return s.str();
+  };
+  registry.add(
+      {"annealing",
+       "Equal-budget search reference: simulated annealing (Kirkpatrick et al., Science 1983) "
+       "from the best baseline decision, as FlexFlow's MCMC search (Jia et al., SysML 2019)",
+       true,
+       {
+           {"starts", OptionType::kString, core::join(d.starts, ","),
+            "comma-separated agents whose decisions are the candidate starts (each costs one "
+            "sample)"},
+           {"tasks", OptionType::kString, "placement",
+            "comma-separated decision parts searched: placement, scheduling, fusion"},
+           {"samples_per_step", OptionType::kInt, std::to_string(d.samples_per_step),
+            "samples per learning-curve step; default: GO's samples per PPO update, so equal "
+            "budget.steps is equal samples"},
+           {"initial_temperature", OptionType::kDouble, text(d.initial_temperature),
+            "relative step-time increase accepted with probability 1/e at the start"},
+           {"final_temperature", OptionType::kDouble, text(d.final_temperature),
+            "the same at the end of the budget (geometric cooling)"},
+           {"max_block", OptionType::kInt, std::to_string(d.max_block),
+            "most consecutive ops one block move takes"},
+           {"restart_after", OptionType::kInt, std::to_string(d.restart_after),
+            "samples without a new best before returning to the best (0: a tenth of the "
+            "budget)"},
+           {"oom_factor", OptionType::kDouble, text(d.oom_factor),
+            "an out-of-memory decision costs its step time times this"},
+           {"seed", OptionType::kInt, "0", "mixed with the experiment seed"},
+       },
+       [](const AgentOptions& o) {
+         AnnealingOptions a;
+         a.starts = split_names(o.get_string("starts"));
+         AgentRegistry known;
+         register_builtin_agents(known);
+         for (const auto& name : a.starts) {
+           if (name == "annealing" || !known.contains(name) || known.info(name).learner) {
+             o.reject("starts", "expected names of built-in agents that do not learn");
+           }
+         }
+         if (a.starts.empty()) o.reject("starts", "expected at least one agent");
+         a.search_placement = false;
+         for (const auto& task : split_names(o.get_string("tasks"))) {
+           if (task == "placement") {
+             a.search_placement = true;
+           } else if (task == "scheduling") {
+             a.search_priority = true;
+           } else if (task == "fusion") {
+             a.search_fusion = true;
+           } else {
+             o.reject("tasks", "expected placement, scheduling or fusion");
+           }
+         }
+         a.samples_per_step = o.get_int("samples_per_step");
+         if (a.samples_per_step < 1) o.reject("samples_per_step", "expected at least 1");
+         a.initial_temperature = o.get_double("initial_temperature");
+         a.final_temperature = o.get_double("final_temperature");
+         if (a.initial_temperature < 0 || a.final_temperature < 0) {
+           o.reject("initial_temperature", "expected temperatures >= 0");
+         }
+         a.max_block = o.get_int("max_block");
+         if (a.max_block < 1) o.reject("max_block", "expected at least 1");
+         a.restart_after = o.get_int("restart_after");
+         a.oom_factor = o.get_double("oom_factor");
+         if (a.oom_factor < 1) o.reject("oom_factor", "expected at least 1");
+         a.seed = static_cast<std::uint64_t>(o.get_int("seed"));
+         return make_annealing_agent(a);
+       }});
+}
+
+}  // namespace gopt::agents::search

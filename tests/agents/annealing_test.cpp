@@ -1,0 +1,141 @@
+// The equal-budget search reference (`annealing`): never worse than its best start,
+// deterministic per seed, exactly its sample budget, and it finds what one device misses.
+#include "agents/search/annealing.h"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+
+#include "agents/decision_utils.h"
+#include "core/errors.h"
+#include "tests/agents/agents_test_util.h"
+
+namespace gopt::agents::search {
+namespace {
+
+using testing::Curve;
+using testing::parallel_chains;
+using testing::ProblemFixture;
+
+std::unique_ptr<Agent> create(const std::map<std::string, std::string>& options = {}) {
+  AgentRegistry registry;
+  register_builtin_agents(registry);
+  return registry.create("annealing", options);
+}
+
+double evaluate(const Problem& problem, const core::Decision& d) {
+  Environment env(problem);
+  const Evaluation e = env.evaluate(d);
+  return e.oom ? std::numeric_limits<double>::infinity() : e.step_time_s;
+}
+
+TEST(AnnealingTest, NeverWorseThanItsBestStart) {
+  ProblemFixture f(parallel_chains(4, 6, /*join=*/true), "p100x4_pcie");
+  AgentRegistry registry;
+  register_builtin_agents(registry);
+  double best_start = std::numeric_limits<double>::infinity();
+  for (const char* start : {"single_device", "human_expert", "metis", "heft", "m_etf"}) {
+    best_start =
+        std::min(best_start, evaluate(f.problem, registry.create(start)->propose(f.problem)));
+  }
+  for (std::uint64_t seed : {1, 2, 3}) {
+    auto agent = create({{"seed", std::to_string(seed)}, {"initial_temperature", "0.5"}});
+    Environment env(f.problem);
+    agent->train(env, TrainBudget().with_steps(3), nullptr);
+    EXPECT_LE(evaluate(f.problem, agent->propose(f.problem)), best_start) << "seed " << seed;
+  }
+}
+
+TEST(AnnealingTest, RespectsItsSampleBudgetExactly) {
+  ProblemFixture f(parallel_chains(4, 6, true), "p100x4_pcie");
+  {
+    auto agent = create();
+    Environment env(f.problem);
+    Curve curve;
+    agent->train(env, TrainBudget().with_steps(3), &curve);
+    EXPECT_EQ(env.samples(), 3 * kGoSamplesPerUpdate);  // the starts included
+    ASSERT_EQ(curve.points.size(), 3U);
+    EXPECT_EQ(curve.points[0].samples, kGoSamplesPerUpdate);
+    EXPECT_EQ(curve.points[2].samples, 3 * kGoSamplesPerUpdate);
+    EXPECT_EQ(curve.points[2].step, 3);
+  }
+  {
+    auto agent = create();
+    Environment env(f.problem);
+    Curve curve;
+    agent->train(env, TrainBudget().with_samples(40), &curve);  // steps: 100 by default
+    EXPECT_EQ(env.samples(), 40);
+    ASSERT_EQ(curve.points.size(), 3U);  // 17, 34 and a last partial step at 40
+    EXPECT_EQ(curve.points.back().samples, 40);
+  }
+  {
+    auto agent = create();
+    Environment env(f.problem);
+    agent->train(env, TrainBudget().with_samples(2), nullptr);  // fewer than the five starts
+    EXPECT_EQ(env.samples(), 2);
+  }
+}
+
+TEST(AnnealingTest, SameSeedSameSearch) {
+  ProblemFixture f(parallel_chains(4, 6, true), "p100x4_pcie");
+  auto run = [&](std::uint64_t seed) {
+    auto agent = create({{"seed", std::to_string(seed)}, {"starts", "single_device"}});
+    Environment env(f.problem);
+    Curve curve;
+    agent->train(env, TrainBudget().with_steps(4), &curve);
+    std::vector<double> means;
+    for (const auto& p : curve.points) means.push_back(p.mean_step_time_s);
+    return std::make_pair(*agent->propose(f.problem).placement, means);
+  };
+  EXPECT_EQ(run(7), run(7));
+  EXPECT_NE(run(7).second, run(8).second);
+}
+
+TEST(AnnealingTest, FindsAPlacementBetterThanOneDevice) {
+  // Four independent heavy chains on four GPUs: one chain per device is optimal; from the
+  // single-device start, whole-block moves find a split within 10 x 17 samples.
+  ProblemFixture f(parallel_chains(4, 6, true), "p100x4_pcie");
+  auto agent = create({{"starts", "single_device"}, {"seed", "1"}});
+  Environment env(f.problem);
+  agent->train(env, TrainBudget().with_steps(10), nullptr);
+  const double single = evaluate(f.problem, core::Decision{});
+  EXPECT_LT(evaluate(f.problem, agent->propose(f.problem)), 0.8 * single);
+}
+
+TEST(AnnealingTest, SearchesPrioritiesAndFusionWhenAsked) {
+  ProblemFixture f(parallel_chains(2, 5, true), "p100x2_pcie");
+  auto agent = create({{"tasks", "placement,scheduling,fusion"},
+                       {"starts", "tf_default,single_device"},
+                       {"seed", "3"}});
+  Environment env(f.problem);
+  agent->train(env, TrainBudget().with_steps(4), nullptr);
+  const core::Decision d = agent->propose(f.problem);
+  ASSERT_TRUE(d.placement && d.priority && d.fusion);
+  EXPECT_EQ(fused_group_problem(f.compiled, d), "");
+}
+
+TEST(AnnealingTest, OneStepIsOneGoUpdateInSamples) {
+  // Equal budget.steps must mean equal simulations: GO's default samples per PPO update
+  // (samples_per_step sampled placements, plus the greedy one with evaluate_greedy).
+  AgentRegistry registry;
+  register_builtin_agents(registry);
+  for (const char* go : {"go_one", "go_multitask", "go_placement"}) {
+    std::int64_t samples = 0;
+    bool greedy = false;
+    for (const auto& spec : registry.info(go).options) {
+      if (spec.name == "samples_per_step") samples = std::stoll(spec.default_value);
+      if (spec.name == "evaluate_greedy") greedy = spec.default_value == "true";
+    }
+    EXPECT_EQ(samples + (greedy ? 1 : 0), kGoSamplesPerUpdate) << go;
+  }
+}
+
+TEST(AnnealingTest, OptionsAreChecked) {
+  EXPECT_THROW((void)create({{"starts", "metis,nonesuch"}}), core::InputError);
+  EXPECT_THROW((void)create({{"starts", "hdp"}}), core::InputError);  // a learner
+  EXPECT_THROW((void)create({{"tasks", "placement,pruning"}}), core::InputError);
+  EXPECT_THROW((void)create({{"samples_per_step", "0"}}), core::InputError);
+}
+
+}  // namespace
+}  // namespace gopt::agents::search
