@@ -73,19 +73,31 @@ class HdpAgent final : public Agent {
     torch::optim::Adam optimizer(params, torch::optim::AdamOptions(options_.learning_rate));
     const auto start = std::chrono::steady_clock::now();
     const auto k = options_.samples_per_step;
-    bool have_baseline = false;
-    double baseline = 0.0;
+    // The reference starts the baseline at the failing signal's reward; else at the first
+    // update's mean reward.
+    bool have_baseline = options_.baseline_from_invalid;
+    double baseline = -std::sqrt(options_.invalid_step_time_s);
     for (std::int64_t step = 0; step < budget.max_steps; ++step) {
       double elapsed =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (env.samples() + k > budget.max_samples || elapsed >= budget.max_seconds) break;
-      double noise = options_.noise_steps > 0
-                         ? options_.logit_noise *
-                               std::max(0.0, 1.0 - static_cast<double>(step) /
-                                                       static_cast<double>(options_.noise_steps))
-                         : 0.0;
+      // Logit noise: std logit_noise decaying linearly to 0 over noise_steps, or with
+      // noise_relative (the reference) logit_noise x the logits' root-mean-square until
+      // noise_steps.
+      const double progress =
+          options_.noise_steps > 0
+              ? static_cast<double>(step) / static_cast<double>(options_.noise_steps)
+              : 1.0;
+      const double noise = options_.noise_relative
+                               ? (progress < 1 ? options_.logit_noise : 0.0)
+                               : options_.logit_noise * std::max(0.0, 1.0 - progress);
+      auto scaled_noise = [&](const torch::Tensor& logits) {
+        const double scale =
+            options_.noise_relative ? logits.detach().pow(2).mean().sqrt().item<double>() : 1.0;
+        return noise * scale * torch::randn(logits.sizes(), gen_);
+      };
       auto group_logits = grouper_->forward(features_);
-      if (noise > 0) group_logits = group_logits + noise * torch::randn(group_logits.sizes(), gen_);
+      if (noise > 0) group_logits = group_logits + scaled_noise(group_logits);
       auto group_log_probs = torch::log_softmax(group_logits, 1);
       auto group_probs = group_log_probs.detach().exp();
 
@@ -99,8 +111,7 @@ class HdpAgent final : public Agent {
         samples.push_back(groups);
       }
       auto out = placer_->forward(torch::stack(inputs, 1), [&](const torch::Tensor& logits) {
-        auto noisy = noise > 0 ? logits.detach() + noise * torch::randn(logits.sizes(), gen_)
-                               : logits.detach();
+        auto noisy = noise > 0 ? logits.detach() + scaled_noise(logits) : logits.detach();
         return sample_rows(torch::softmax(noisy, 1), gen_);
       });
 
@@ -129,10 +140,11 @@ class HdpAgent final : public Agent {
       optimizer.zero_grad();
       loss.backward();
       torch::nn::utils::clip_grad_norm_(params, options_.grad_clip);
-      double lr =
-          options_.learning_rate *
-          std::pow(options_.lr_decay,
-                   static_cast<double>(step / std::max<std::int64_t>(1, options_.lr_decay_steps)));
+      const std::int64_t decayed = std::max<std::int64_t>(0, step - options_.lr_decay_start);
+      double lr = options_.learning_rate *
+                  std::pow(options_.lr_decay,
+                           static_cast<double>(decayed /
+                                               std::max<std::int64_t>(1, options_.lr_decay_steps)));
       for (auto& group : optimizer.param_groups()) {
         static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
       }
@@ -193,7 +205,8 @@ class HdpAgent final : public Agent {
     grouper_ = Grouper(GrouperOptions(kOpFeatures, num_groups_).hidden(options_.grouper_hidden));
     placer_ = Placer(PlacerOptions(core::kNumOpKinds + 2 + num_groups_, devices_)
                          .hidden(options_.placer_hidden)
-                         .device_embedding(options_.device_embedding));
+                         .device_embedding(options_.device_embedding)
+                         .tanh_constant(options_.tanh_constant));
     initialise(*grouper_, rng_);
     initialise(*placer_, rng_);
     trained_graph_ = nullptr;
@@ -275,19 +288,29 @@ void register_hdp(AgentRegistry& registry) {
            {"samples_per_step", OptionType::kInt, std::to_string(d.samples_per_step),
             "placements sampled per update"},
            {"learning_rate", OptionType::kDouble, text(d.learning_rate),
-            "Adam learning rate (paper: 0.1, which collapses to one device here)"},
-           {"lr_decay", OptionType::kDouble, text(d.lr_decay), "learning-rate decay factor"},
+            "Adam learning rate (reference: 0.1)"},
+           {"lr_decay", OptionType::kDouble, text(d.lr_decay),
+            "learning-rate decay factor (reference: 0.95)"},
            {"lr_decay_steps", OptionType::kInt, std::to_string(d.lr_decay_steps),
-            "updates per decay"},
+            "updates per decay (reference: 50)"},
+           {"lr_decay_start", OptionType::kInt, std::to_string(d.lr_decay_start),
+            "updates before the decay starts (reference: 400)"},
            {"grad_clip", OptionType::kDouble, text(d.grad_clip), "max gradient norm (paper: 1.0)"},
            {"baseline_decay", OptionType::kDouble, text(d.baseline_decay),
             "EMA decay of the reward baseline (paper: 0.9)"},
            {"invalid_step_time_s", OptionType::kDouble, text(d.invalid_step_time_s),
             "step time charged to OOM placements, seconds (paper: 100)"},
+           {"baseline_from_invalid", OptionType::kBool, d.baseline_from_invalid ? "true" : "false",
+            "start the reward baseline at the OOM reward (reference: true)"},
+           {"tanh_constant", OptionType::kDouble, text(d.tanh_constant),
+            "placer logits bounded to c x tanh(logits); 0: unbounded (reference: 1.0)"},
            {"logit_noise", OptionType::kDouble, text(d.logit_noise),
-            "std of logit noise at the first update"},
+            "std of logit noise at the first update (reference: 0.5, relative)"},
            {"noise_steps", OptionType::kInt, std::to_string(d.noise_steps),
-            "updates over which the noise decays to 0"},
+            "updates over which the noise decays to 0, or, relative, stays (reference: 750)"},
+           {"noise_relative", OptionType::kBool, d.noise_relative ? "true" : "false",
+            "noise std relative to the logits' root-mean-square, constant until noise_steps "
+            "(reference: true)"},
            {"seed", OptionType::kInt, "0", "mixed with the experiment seed"},
        },
        [](const AgentOptions& o) {
@@ -300,6 +323,10 @@ void register_hdp(AgentRegistry& registry) {
          h.learning_rate = o.get_double("learning_rate");
          h.lr_decay = o.get_double("lr_decay");
          h.lr_decay_steps = o.get_int("lr_decay_steps");
+         h.lr_decay_start = o.get_int("lr_decay_start");
+         h.baseline_from_invalid = o.get_bool("baseline_from_invalid");
+         h.tanh_constant = o.get_double("tanh_constant");
+         h.noise_relative = o.get_bool("noise_relative");
          h.grad_clip = o.get_double("grad_clip");
          h.baseline_decay = o.get_double("baseline_decay");
          h.invalid_step_time_s = o.get_double("invalid_step_time_s");

@@ -3,10 +3,13 @@
 // min(256, 20 x devices), reward -sqrt(step time), invalid or out-of-memory placements
 // scored as a 100 s step (reward -10), an exponential-moving-average baseline (decay 0.9),
 // Adam with exponential learning-rate decay, gradient clipping at 1.0, and logit noise
-// early in training. One deviation: the learning rate defaults to 0.01, not the paper's
-// 0.1. With Adam, 0.1 saturated the softmaxes within ten updates and collapsed every
-// run we tried onto a single device (tests/agents/hdp_test.cpp has the problem);
-// `learning_rate: 0.1` restores the paper's value.
+// early in training. Departures from the reference implementation (TensorFlow grappler's
+// hierarchical_controller.py), each with an option restoring the reference value, are
+// listed in docs/agents.md "hdp": the learning rate (0.01 and decay from the start, not
+// 0.1 held for 400 updates: with Adam, 0.1 saturated the softmaxes within ten updates and
+// collapsed every run we tried onto a single device, tests/agents/hdp_test.cpp), placer
+// logits not bounded by tanh, noise that decays, and a baseline that starts at the first
+// rewards instead of the OOM reward.
 #pragma once
 
 #include <cstdint>
@@ -22,15 +25,26 @@ struct HdpOptions {
   std::int64_t placer_hidden = 128;
   std::int64_t device_embedding = 32;
   std::int64_t samples_per_step = 4;   ///< placements sampled per policy update
-  double learning_rate = 0.01;         ///< paper: 0.1 (see above)
-  double lr_decay = 0.96;              ///< multiplied into the learning rate ...
-  std::int64_t lr_decay_steps = 50;    ///< ... every this many updates
+  double learning_rate = 0.01;         ///< reference: 0.1 (see above)
+  double lr_decay = 0.96;              ///< multiplied into the learning rate (reference: 0.95)
+  std::int64_t lr_decay_steps = 50;    ///< ... every this many updates ...
+  std::int64_t lr_decay_start = 0;     ///< ... after this many (reference: 400)
   double grad_clip = 1.0;              ///< max global gradient norm
   double baseline_decay = 0.9;         ///< EMA of the reward
   double invalid_step_time_s = 100.0;  ///< step time charged to OOM placements
-  double logit_noise = 0.5;            ///< std of Gaussian noise added to logits at step 0 ...
-  std::int64_t noise_steps = 100;      ///< ... decaying linearly to 0 over this many updates
-  std::uint64_t seed = 0;              ///< mixed with the problem seed
+  /// The reward baseline starts at the OOM reward (reference: start_with_failing_signal,
+  /// true), so the first placements that fit get a large positive advantage; false: at the
+  /// first update's mean reward.
+  bool baseline_from_invalid = false;
+  /// Placer logits squashed to tanh_constant x tanh(logits) (reference: 1.0): a device's
+  /// probability stays within a factor e^(2 c) of another's. 0: unbounded logits.
+  double tanh_constant = 0;
+  double logit_noise = 0.5;        ///< std of Gaussian logit noise at the first update ...
+  std::int64_t noise_steps = 100;  ///< ... decaying linearly to 0 over this many updates
+  /// The reference's noise instead: std logit_noise x the logits' root-mean-square,
+  /// constant for noise_steps updates (reference: 750).
+  bool noise_relative = false;
+  std::uint64_t seed = 0;  ///< mixed with the problem seed
 };
 
 /// Registers `hdp`.

@@ -44,6 +44,8 @@ struct PlacerOptions {
   TORCH_ARG(std::int64_t, devices);
   TORCH_ARG(std::int64_t, hidden) = 128;  ///< decoder LSTM size (encoder: half per direction)
   TORCH_ARG(std::int64_t, device_embedding) = 32;  ///< embedding of the previous decision
+  /// Logits become tanh_constant x tanh(logits) when > 0 (grappler's tanh_constant).
+  TORCH_ARG(double, tanh_constant) = 0;
 };
 
 /// What one decoding pass produces, for a batch of K group sequences.
@@ -97,7 +99,8 @@ PlacerOutput PlacerImpl::forward(const torch::Tensor& groups, Choose&& choose) {
     std::tie(h, c) = decoder_->forward(input, std::make_tuple(h, c));
     auto context = attend(encoded_proj, encoded, h);
     auto logits = out_->forward(torch::cat({h, context}, 1));  // [K, D]
-    auto devices = choose(logits);                             // [K]
+    if (options.tanh_constant() > 0) logits = options.tanh_constant() * torch::tanh(logits);
+    auto devices = choose(logits);  // [K]
     log_probs.push_back(torch::log_softmax(logits, 1).gather(1, devices.unsqueeze(1)).squeeze(1));
     chosen.push_back(devices);
     previous = devices;

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <string>
 
 #include "agents/registry.h"
 #include "tests/agents/agents_test_util.h"
@@ -37,6 +39,31 @@ TEST(HdpTest, ImprovesItsRewardOnASmallProblem) {
   auto best = agent->propose(f.problem);
   ASSERT_TRUE(best.placement.has_value());
   EXPECT_DOUBLE_EQ(env.evaluate(best).step_time_s, env.best_step_time_s());
+}
+
+TEST(HdpTest, BeatsOneDeviceOnASmallGraph) {
+  // Two independent heavy chains joined at the end, two GPUs: one chain per device halves
+  // the step. Defaults, and the reference implementation's settings (docs/agents.md "hdp").
+  testing::ProblemFixture f(parallel_chains(2, 8, /*join=*/true), "p100x2_pcie", 5);
+  AgentRegistry r;
+  register_builtin_agents(r);
+  Environment one(f.problem);
+  const double single = one.evaluate(core::Decision{}).step_time_s;
+  const std::map<std::string, std::string> reference = {
+      {"learning_rate", "0.1"},       {"lr_decay", "0.95"},
+      {"lr_decay_start", "400"},      {"tanh_constant", "1"},
+      {"baseline_from_invalid", "1"}, {"noise_relative", "1"},
+      {"noise_steps", "750"},         {"seed", "2"}};
+  for (auto options : {std::map<std::string, std::string>{{"seed", "2"}}, reference}) {
+    options["groups"] = "4";  // fewer groups than the default 40: a faster test
+    auto agent = r.create("hdp", options);
+    Environment env(f.problem);
+    agent->train(env, TrainBudget().with_steps(60), nullptr);
+    Environment check(f.problem);
+    const Evaluation e = check.evaluate(agent->propose(f.problem));
+    EXPECT_FALSE(e.oom);
+    EXPECT_LT(e.step_time_s, 0.8 * single) << options.size() << " options";
+  }
 }
 
 TEST(HdpTest, SameSeedSameTraining) {
