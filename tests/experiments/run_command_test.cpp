@@ -520,6 +520,17 @@ TEST(ShippedConfigsTest, SmallVariantsRunAndPrintTheirTables) {
     auto table = run_command(kGopt + " table " + out);
     ASSERT_EQ(table.exit_code, 0) << table.err;
     EXPECT_TRUE(contains(table.out, c.table)) << table.out;
+    if (c.config != "validation_small") {
+      // Issue #26: the search reference, the best baseline, bounds and convergence.
+      for (const char* column :
+           {"search (ms)", "best baseline (ms)", "lower bounds and optimality gaps", "best / bound",
+            "samples to best baseline + 5%", "Summary: "}) {
+        EXPECT_TRUE(contains(table.out, column)) << column << "\n" << table.out;
+      }
+    }
+    if (c.config == "table3_multitask_small") {
+      EXPECT_TRUE(contains(table.out, "go_multitask vs best baseline")) << table.out;
+    }
     if (c.config == "table2_generalization_small") {
       // The checkpoint lands beside the results file; fine-tuning and zero-shot rows exist
       // for the held-out graph only, pretraining rows for the training graph only.
