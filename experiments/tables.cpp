@@ -273,6 +273,7 @@ Table placement_table(const Grid& g, const std::vector<std::string>& workloads, 
           auto rt = g.time(w, reference->name);
           if (lt && rt) vs_reference.push_back(reduction(*lt, *rt));
         }
+        if (vs_reference.empty() && vs_best[i].empty()) continue;  // no rows in this table
         t.notes.push_back(
             summary_line(learners[i]->name, reference->name, vs_reference, vs_best[i]));
       }

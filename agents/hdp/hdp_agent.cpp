@@ -106,7 +106,8 @@ class HdpAgent final : public Agent {
       std::vector<torch::Tensor> inputs;
       for (std::int64_t s = 0; s < k; ++s) {
         auto groups = sample_rows(group_probs, gen_);
-        group_lp.push_back(group_log_probs.gather(1, groups.unsqueeze(1)).sum());
+        auto lp = group_log_probs.gather(1, groups.unsqueeze(1));
+        group_lp.push_back(options_.grouping_mean_log_prob ? lp.mean() : lp.sum());
         inputs.push_back(group_features(groups));
         samples.push_back(groups);
       }
@@ -311,6 +312,10 @@ void register_hdp(AgentRegistry& registry) {
            {"noise_relative", OptionType::kBool, d.noise_relative ? "true" : "false",
             "noise std relative to the logits' root-mean-square, constant until noise_steps "
             "(reference: true)"},
+           {"grouping_mean_log_prob", OptionType::kBool,
+            d.grouping_mean_log_prob ? "true" : "false",
+            "the grouping's log-probability is the mean over ops, not the sum (reference: "
+            "sum), so it weighs like one placer decision"},
            {"seed", OptionType::kInt, "0", "mixed with the experiment seed"},
        },
        [](const AgentOptions& o) {
@@ -327,6 +332,7 @@ void register_hdp(AgentRegistry& registry) {
          h.baseline_from_invalid = o.get_bool("baseline_from_invalid");
          h.tanh_constant = o.get_double("tanh_constant");
          h.noise_relative = o.get_bool("noise_relative");
+         h.grouping_mean_log_prob = o.get_bool("grouping_mean_log_prob");
          h.grad_clip = o.get_double("grad_clip");
          h.baseline_decay = o.get_double("baseline_decay");
          h.invalid_step_time_s = o.get_double("invalid_step_time_s");

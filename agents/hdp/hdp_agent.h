@@ -44,6 +44,10 @@ struct HdpOptions {
   /// The reference's noise instead: std logit_noise x the logits' root-mean-square,
   /// constant for noise_steps updates (reference: 750).
   bool noise_relative = false;
+  /// The grouping's log-probability in the REINFORCE loss: the mean over ops instead of the
+  /// sum (reference: the sum, which grows with the graph and dominates the clipped
+  /// gradient on large graphs).
+  bool grouping_mean_log_prob = false;
   std::uint64_t seed = 0;  ///< mixed with the problem seed
 };
 
