@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <unordered_map>
@@ -16,6 +17,7 @@
 #include "core/errors.h"
 #include "core/graph_io.h"
 #include "datasets/flop_conventions.h"
+#include "datasets/onnx_constant_folding.h"
 
 namespace gopt::datasets {
 namespace {
@@ -24,6 +26,7 @@ using core::Flops;
 using core::NodeId;
 using core::Phase;
 using core::Shape;
+using onnx_folding::KnownTensor;
 
 std::optional<core::DType> dtype_of(int elem_type) {
   using T = onnx::TensorProto_DataType;
@@ -56,14 +59,17 @@ bool is_float(core::DType d) {
          d == core::DType::kFloat64;
 }
 
-// A value (tensor) of the ONNX graph: its producer in the gopt graph and its type.
+// A value (tensor) of the ONNX graph: its producer in the gopt graph, its type and, for
+// small tensors whose values are known at import time, its contents.
 struct Value {
   NodeId producer = -1;
   std::int32_t output = 0;
   Shape shape;
   core::DType dtype = core::DType::kFloat32;
-  bool known = false;  ///< shape fully known
+  std::int32_t elem_type = 0;  ///< onnx::TensorProto_DataType
+  bool known = false;          ///< shape fully known
   bool trainable = false;
+  std::shared_ptr<const KnownTensor> data;  ///< contents, when folded
 
   [[nodiscard]] core::Bytes bytes() const {
     return core::num_elements(shape) * core::dtype_size_bytes(dtype);
@@ -154,14 +160,7 @@ class Importer {
       fail("", "not a valid ONNX model: it has no graph or the graph has no nodes");
     }
     fix_batch(model);
-    try {
-      onnx::ShapeInferenceOptions si(/*check_type=*/false, /*error_mode=*/0,
-                                     /*data_propagation=*/true);
-      onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), si);
-    } catch (const std::exception& e) {
-      fail("", std::string("shape inference failed: ") + e.what());
-    }
-    const auto& g = model.graph();
+    auto& g = *model.mutable_graph();
     std::string stem = std::filesystem::path(source_).stem().string();
     graph_ = core::Graph(stem.empty() ? "onnx_model" : stem);
     graph_.set_family("onnx");
@@ -170,13 +169,17 @@ class Importer {
       graph_.mutable_attrs()["producer"] = model.producer_name() + " " + model.producer_version();
     }
     for (const auto& op : model.opset_import()) {
-      if (op.domain().empty() || op.domain() == "ai.onnx") {
-        graph_.mutable_attrs()["opset"] = std::to_string(op.version());
-      }
+      std::string domain = op.domain() == "ai.onnx" ? "" : op.domain();
+      opsets_[domain] = static_cast<int>(op.version());
+      if (domain.empty()) graph_.mutable_attrs()["opset"] = std::to_string(op.version());
     }
+    subgraph_context_ = std::make_unique<onnx::shape_inference::GraphInferenceContext>(
+        type_ptrs_, opsets_, &symbols_, local_functions_, onnx::OpSchemaRegistry::Instance(),
+        nullptr, static_cast<int>(model.ir_version()));
+    for (const auto& f : model.functions()) local_functions_[f.domain() + ":" + f.name()] = &f;
     collect_types(g);
     add_sources(g);
-    for (int i = 0; i < g.node_size(); ++i) add_node(g.node(i), i);
+    for (int i = 0; i < g.node_size(); ++i) add_node(*g.mutable_node(i), i);
     std::vector<std::string> outputs;
     for (const auto& o : g.output()) outputs.push_back(o.name());
     if (options_.training) add_training(outputs);
@@ -235,6 +238,7 @@ class Importer {
     const auto& tt = v.type().tensor_type();
     Value val;
     val.dtype = dtype_of(tt.elem_type()).value_or(core::DType::kFloat32);
+    val.elem_type = tt.elem_type();
     val.known = tt.has_shape();
     if (tt.has_shape()) {
       for (const auto& d : tt.shape().dim()) {
@@ -267,9 +271,17 @@ class Importer {
     for (const auto& t : g.initializer()) {
       Value v;
       v.dtype = dtype_of(t.data_type()).value_or(core::DType::kFloat32);
+      v.elem_type = t.data_type();
       v.shape.assign(t.dims().begin(), t.dims().end());
       v.known = true;
       v.trainable = is_float(v.dtype);
+      try {
+        if (auto data = onnx_folding::read_tensor(t)) {
+          v.data = std::make_shared<const KnownTensor>(std::move(*data));
+        }
+      } catch (const onnx_folding::FoldError& e) {
+        fail("initializer '" + t.name() + "'", e.what());
+      }
       core::NodeAttrs n;
       n.name = unique(t.name());
       n.op_type = "Initializer";
@@ -284,7 +296,7 @@ class Importer {
         num_parameters_ += core::num_elements(v.shape);
         initializers_.push_back(v.producer);
       }
-      values_[t.name()] = v;
+      set_value(t.name(), v);
     }
     for (const auto& in : g.input()) {
       if (values_.count(in.name()) != 0) continue;  // an initializer listed as input
@@ -301,7 +313,7 @@ class Importer {
       n.dtype = v.dtype;
       n.phase = Phase::kForward;
       v.producer = graph_.add_node(std::move(n));
-      values_[in.name()] = v;
+      set_value(in.name(), v);
     }
   }
 
@@ -373,7 +385,121 @@ class Importer {
     return 0;
   }
 
-  void add_node(const onnx::NodeProto& n, int index) {
+  // Records a value and its ONNX type, which later nodes' shape inference reads.
+  void set_value(const std::string& name, const Value& v) {
+    values_[name] = v;
+    onnx::TypeProto type;
+    auto* tt = type.mutable_tensor_type();
+    tt->set_elem_type(v.elem_type);
+    auto* shape = tt->mutable_shape();
+    for (auto d : v.shape) shape->add_dim()->set_dim_value(d);
+    onnx_types_[name] = std::move(type);
+    type_ptrs_[name] = &onnx_types_[name];
+  }
+
+  // The node's output types from ONNX's inference function for its op, given its input
+  // types and the contents of its small inputs (so Reshape, Slice, Expand, Tile, Range,
+  // ConstantOfShape, ... see the values of their shape inputs). An output type is left
+  // empty when the op has no schema or inference does not determine it.
+  std::vector<onnx::TypeProto> infer_outputs(onnx::NodeProto& n, int index,
+                                             const std::vector<const Value*>& inputs) {
+    std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
+    auto opset = opsets_.find(domain);
+    if (opset == opsets_.end()) {
+      fail(node_label(n, index),
+           "its operator domain '" + domain + "' is not declared in the model's opset_import");
+    }
+    const auto* registry = onnx::OpSchemaRegistry::Instance();
+    const onnx::OpSchema* schema = registry->GetSchema(n.op_type(), opset->second, domain);
+    std::vector<onnx::TensorProto> protos;
+    protos.reserve(inputs.size());
+    std::unordered_map<std::string, const onnx::TensorProto*> data_by_name;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      if (inputs[i] == nullptr || !inputs[i]->data) continue;
+      protos.push_back(onnx_folding::to_proto(*inputs[i]->data));
+      data_by_name[n.input(static_cast<int>(i))] = &protos.back();
+    }
+    onnx::shape_inference::InferenceContextImpl ctx(n, type_ptrs_, data_by_name, {}, nullptr,
+                                                    subgraph_context_.get());
+    try {
+      if (schema != nullptr && schema->has_type_and_shape_inference_function()) {
+        schema->GetTypeAndShapeInferenceFunction()(ctx);
+      } else if (schema != nullptr && schema->HasFunction()) {
+        onnx::shape_inference::InferShapeForFunctionNode(*schema->GetFunction(), registry, ctx, {},
+                                                         local_functions_, &symbols_);
+      } else if (auto f = local_functions_.find(n.domain() + ":" + n.op_type());
+                 schema == nullptr && f != local_functions_.end()) {
+        // A model-local function (torch.onnx.export(..., export_modules_as_functions=...)).
+        std::unordered_map<std::string, int> function_opsets;
+        for (const auto& o : f->second->opset_import()) {
+          function_opsets[o.domain()] = static_cast<int>(o.version());
+        }
+        onnx::shape_inference::InferShapeForFunctionNode(*f->second, function_opsets, registry, ctx,
+                                                         {}, local_functions_, &symbols_);
+      }
+    } catch (const std::exception& e) {
+      fail(node_label(n, index), std::string("shape inference failed: ") + e.what());
+    }
+    return ctx.allOutputTypes_;
+  }
+
+  // A concrete Value from an inferred type, else from the type the model declares
+  // (value_info, graph outputs); nullopt when neither gives every dimension.
+  std::optional<Value> output_value(const std::string& name, const onnx::TypeProto& inferred) {
+    if (inferred.has_tensor_type() && inferred.tensor_type().has_shape()) {
+      const auto& tt = inferred.tensor_type();
+      Value v;
+      v.elem_type = tt.elem_type();
+      v.dtype = dtype_of(tt.elem_type()).value_or(core::DType::kFloat32);
+      v.known = true;
+      for (const auto& d : tt.shape().dim()) {
+        if (!d.has_dim_value() || d.dim_value() < 0) {
+          v.known = false;
+          break;
+        }
+        v.shape.push_back(d.dim_value());
+      }
+      if (v.known) return v;
+    }
+    auto it = types_.find(name);
+    if (it != types_.end() && it->second.known) {
+      Value v = it->second;
+      if (v.elem_type == 0 && inferred.has_tensor_type()) {
+        v.elem_type = inferred.tensor_type().elem_type();
+        v.dtype = dtype_of(v.elem_type).value_or(core::DType::kFloat32);
+      }
+      return v;
+    }
+    return std::nullopt;
+  }
+
+  // Folds the node's outputs when its inputs' contents are known (see
+  // onnx_constant_folding.h); bad values become input errors naming the node and field.
+  void fold(const onnx::NodeProto& n, int index, const std::vector<const Value*>& inputs,
+            std::vector<Value>& outputs) {
+    std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
+    if (!domain.empty()) return;
+    std::vector<const KnownTensor*> data;
+    std::vector<const Shape*> shapes;
+    for (const Value* v : inputs) {
+      data.push_back(v != nullptr ? v->data.get() : nullptr);
+      shapes.push_back(v != nullptr ? &v->shape : nullptr);
+    }
+    std::vector<onnx_folding::OutputType> types;
+    for (const auto& o : outputs) types.push_back({o.elem_type, o.shape});
+    try {
+      auto folded = onnx_folding::fold_node(n, opsets_.at(""), data, shapes, types);
+      for (std::size_t i = 0; i < folded.size(); ++i) {
+        if (folded[i]) outputs[i].data = std::make_shared<const KnownTensor>(std::move(*folded[i]));
+      }
+    } catch (const onnx_folding::FoldError& e) {
+      std::string where = node_label(n, index);
+      if (!e.field().empty()) where += " " + e.field();
+      fail(where, e.what());
+    }
+  }
+
+  void add_node(onnx::NodeProto& n, int index) {
     std::vector<const Value*> inputs;
     for (const auto& name : n.input()) {
       if (name.empty()) {
@@ -388,18 +514,21 @@ class Importer {
       }
       inputs.push_back(&it->second);
     }
+    std::vector<onnx::TypeProto> inferred = infer_outputs(n, index, inputs);
     std::vector<Value> outputs;
-    for (const auto& name : n.output()) {
+    for (int i = 0; i < n.output_size(); ++i) {
+      const std::string& name = n.output(i);
       if (name.empty()) continue;
-      auto it = types_.find(name);
-      if (it == types_.end() || !it->second.known) {
+      auto v = output_value(name, inferred[static_cast<std::size_t>(i)]);
+      if (!v) {
         fail(node_label(n, index),
              "the shape of output '" + name +
                  "' cannot be inferred (unsupported op, a data-dependent shape, or a dynamic "
                  "dimension other than the batch)");
       }
-      outputs.push_back(it->second);
+      outputs.push_back(std::move(*v));
     }
+    fold(n, index, inputs, outputs);
     core::NodeAttrs attrs;
     attrs.name = unique(n.name().empty() ? n.op_type() + "_" + std::to_string(index) : n.name());
     attrs.op_type = n.op_type();
@@ -428,7 +557,7 @@ class Importer {
       v.producer = id;
       v.output = out_index++;
       v.trainable = false;
-      values_[n.output(i)] = v;
+      set_value(n.output(i), v);
       op.outputs.push_back(v);
     }
     forward_.push_back(std::move(op));
@@ -583,7 +712,13 @@ class Importer {
   std::string source_;
   OnnxImportOptions options_;
   core::Graph graph_;
-  std::unordered_map<std::string, Value> types_;   ///< inferred types by value name
+  std::unordered_map<std::string, Value> types_;                 ///< declared types by value name
+  std::unordered_map<std::string, onnx::TypeProto> onnx_types_;  ///< of values_, for inference
+  std::unordered_map<std::string, onnx::TypeProto*> type_ptrs_;  ///< into onnx_types_
+  std::unordered_map<std::string, int> opsets_;                  ///< domain ("" default) -> version
+  onnx::shape_inference::SymbolTableImpl symbols_;
+  onnx::shape_inference::ModelLocalFunctionsMap local_functions_;
+  std::unique_ptr<onnx::shape_inference::GraphInferenceContext> subgraph_context_;
   std::unordered_map<std::string, Value> values_;  ///< produced values by name
   std::unordered_set<std::string> used_names_;
   std::unordered_set<NodeId> requires_grad_;
