@@ -78,7 +78,7 @@ class ModelBuilder {
     for (const auto& [key, values] : ints) {
       auto* a = n->add_attribute();
       a->set_name(key);
-      if (key == "transB" || key == "transA" || key == "axis" || key == "group") {
+      if (key == "transB" || key == "transA" || key == "axis" || key == "group" || key == "to") {
         a->set_type(onnx::AttributeProto_AttributeType_INT);
         a->set_i(values.front());
       } else {
@@ -86,6 +86,27 @@ class ModelBuilder {
         for (auto v : values) a->add_ints(v);
       }
     }
+    return *this;
+  }
+  /// A Constant node holding int64 values (dims {}: a scalar).
+  ModelBuilder& constant(const std::string& name, const std::vector<std::int64_t>& values,
+                         const std::vector<std::int64_t>& dims) {
+    auto* n = model_.mutable_graph()->add_node();
+    n->set_op_type("Constant");
+    n->set_name(name + "_node");
+    n->add_output(name);
+    auto* a = n->add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto_AttributeType_TENSOR);
+    fill_int64(a->mutable_t(), values, dims);
+    return *this;
+  }
+  /// An int64 initializer with its values inline.
+  ModelBuilder& int_weight(const std::string& name, const std::vector<std::int64_t>& values,
+                           const std::vector<std::int64_t>& dims) {
+    auto* t = model_.mutable_graph()->add_initializer();
+    t->set_name(name);
+    fill_int64(t, values, dims);
     return *this;
   }
   /// Declares an operator set, e.g. a custom domain.
@@ -98,6 +119,12 @@ class ModelBuilder {
   [[nodiscard]] std::string bytes() const { return model_.SerializeAsString(); }
 
  private:
+  static void fill_int64(onnx::TensorProto* t, const std::vector<std::int64_t>& values,
+                         const std::vector<std::int64_t>& dims) {
+    t->set_data_type(onnx::TensorProto_DataType_INT64);
+    for (auto d : dims) t->add_dims(d);
+    for (auto v : values) t->add_int64_data(v);
+  }
   static void value(onnx::ValueInfoProto* v, const std::string& name,
                     const std::vector<std::int64_t>& dims) {
     v->set_name(name);
@@ -233,6 +260,120 @@ TEST(OnnxImporterTest, OpsWithoutFlopsRuleAreReportedOnce) {
   EXPECT_TRUE(contains(r.warning, "Det, LpNormalization")) << r.warning;
   EXPECT_EQ(by_name(r.graph, "a_node").flops, 0);
   EXPECT_EQ(by_name(r.graph, "a_node").bytes_read, 16 * 4);  // still costed by bytes
+}
+
+// The shape arithmetic of PyTorch's exports, folded at import: x is [batch, 6, 8] and every
+// shape argument below is computed from Shape(x) (batch 3 given to the importer).
+ModelBuilder shape_arithmetic() {
+  ModelBuilder m;
+  m.input("x", {-1, 6, 8})
+      .node("Shape", {"x"}, {"s"})
+      .constant("i0", {0}, {})
+      .constant("i1", {1}, {})
+      .constant("i2", {2}, {})
+      .constant("zero", {0}, {1})
+      .constant("two", {2}, {})
+      .constant("minus1", {-1}, {1})
+      .node("Gather", {"s", "i0"}, {"b"}, {{"axis", {0}}})  // 3
+      .node("Gather", {"s", "i1"}, {"t"}, {{"axis", {0}}})  // 6
+      .node("Gather", {"s", "i2"}, {"e"}, {{"axis", {0}}})  // 8
+      .node("Div", {"e", "two"}, {"h"})                     // 4
+      .node("Mul", {"b", "t"}, {"bt"})                      // 18
+      .node("Unsqueeze", {"bt", "zero"}, {"bt1"})           // [18]
+      .node("Unsqueeze", {"h", "zero"}, {"h1"})             // [4]
+      .node("Unsqueeze", {"b", "zero"}, {"b1"})             // [3]
+      .node("Concat", {"bt1", "h1", "minus1"}, {"shape1"}, {{"axis", {0}}})
+      .node("Reshape", {"x", "shape1"}, {"r"})               // [18, 4, 2]
+      .node("Slice", {"x", "zero", "h1", "minus1"}, {"sl"})  // [3, 6, 4]
+      // Expand's -1 replaced by 1 as PyTorch does: Where(Equal(s2, -1), 1, s2).
+      .node("Concat", {"b1", "minus1", "h1"}, {"s2"}, {{"axis", {0}}})  // [3, -1, 4]
+      .node("Equal", {"s2", "minus1"}, {"is_free"})
+      .constant("one", {1}, {})
+      .node("Where", {"is_free", "one", "s2"}, {"s3"})  // [3, 1, 4]
+      .constant("step", {1}, {})
+      .node("Range", {"i0", "h", "step"}, {"pos"})  // [0, 1, 2, 3]
+      .node("Expand", {"pos", "s3"}, {"ex"})        // [3, 1, 4]
+      .node("Concat", {"b1", "bt1"}, {"s4"}, {{"axis", {0}}})
+      .node("ConstantOfShape", {"s4"}, {"zeros"})  // [3, 18]
+      .node("Concat", {"h1", "b1"}, {"reps"}, {{"axis", {0}}})
+      .node("Tile", {"zeros", "reps"}, {"tiled"})  // [12, 54]
+      .node("Cast", {"pos"}, {"posf"}, {{"to", {onnx::TensorProto_DataType_FLOAT}}})
+      .output("r")
+      .output("sl")
+      .output("ex")
+      .output("tiled")
+      .output("posf");
+  return m;
+}
+
+TEST(OnnxImporterTest, ShapeArithmeticFoldsToConstants) {
+  auto r = import_onnx_bytes(shape_arithmetic().bytes(), "shapes.onnx",
+                             OnnxImportOptions().with_batch(3));
+  const auto& g = r.graph;
+  EXPECT_EQ(by_name(g, "r_node").output_shapes.front(), (core::Shape{18, 4, 2}));
+  EXPECT_EQ(by_name(g, "sl_node").output_shapes.front(), (core::Shape{3, 6, 4}));
+  EXPECT_EQ(by_name(g, "pos_node").output_shapes.front(), (core::Shape{4}));
+  EXPECT_EQ(by_name(g, "ex_node").output_shapes.front(), (core::Shape{3, 1, 4}));
+  EXPECT_EQ(by_name(g, "zeros_node").output_shapes.front(), (core::Shape{3, 18}));
+  EXPECT_EQ(by_name(g, "tiled_node").output_shapes.front(), (core::Shape{12, 54}));
+  // The shape ops stay in the graph (they are ops of the model), costed by their bytes.
+  EXPECT_EQ(by_name(g, "s_node").output_shapes.front(), (core::Shape{3}));
+  EXPECT_EQ(by_name(g, "b_node").output_shapes.front(), (core::Shape{}));
+  EXPECT_EQ(by_name(g, "ex_node").flops, 3 * 4);  // Expand: one per output element
+  // Another batch gives other shapes: nothing was fixed at export.
+  auto r5 = import_onnx_bytes(shape_arithmetic().bytes(), "shapes.onnx",
+                              OnnxImportOptions().with_batch(5));
+  EXPECT_EQ(by_name(r5.graph, "r_node").output_shapes.front(), (core::Shape{30, 4, 2}));
+  EXPECT_EQ(by_name(r5.graph, "tiled_node").output_shapes.front(), (core::Shape{20, 150}));
+}
+
+TEST(OnnxImporterTest, BadShapeValuesNameTheNodeAndInput) {
+  ModelBuilder m;
+  m.input("x", {2, 3})
+      .node("Shape", {"x"}, {"s"})
+      .constant("i", {5}, {1})
+      .node("Gather", {"s", "i"}, {"g"}, {{"axis", {0}}})
+      .node("Reshape", {"x", "g"}, {"y"})
+      .output("y");
+  auto err = error_of([&] { (void)import_onnx_bytes(m.bytes(), "bad_index.onnx"); });
+  EXPECT_TRUE(contains(err, "bad_index.onnx")) << err;
+  EXPECT_TRUE(contains(err, "'g_node' (Gather) input 'indices'")) << err;
+  EXPECT_TRUE(contains(err, "index 5 is outside [-2, 2)")) << err;
+  ModelBuilder d;
+  d.input("x", {2, 3})
+      .node("Shape", {"x"}, {"s"})
+      .constant("z", {0}, {1})
+      .node("Div", {"s", "z"}, {"q"})
+      .node("Reshape", {"x", "q"}, {"y"})
+      .output("y");
+  err = error_of([&] { (void)import_onnx_bytes(d.bytes(), "div0.onnx"); });
+  EXPECT_TRUE(contains(err, "'q_node' (Div) input 'B'")) << err;
+  EXPECT_TRUE(contains(err, "division by zero")) << err;
+}
+
+// Reshape to the first two values of an int64 initializer of `size` elements: folded up
+// to 4096 elements; a bigger tensor's contents are never read, so the shape is unknown.
+std::string reshape_from_table(std::int64_t size) {
+  std::vector<std::int64_t> values(static_cast<std::size_t>(size), 1);
+  values[0] = 3;
+  values[1] = 2;
+  ModelBuilder m;
+  m.input("x", {2, 3})
+      .int_weight("table", values, {size})
+      .constant("start", {0}, {1})
+      .constant("end", {2}, {1})
+      .node("Slice", {"table", "start", "end"}, {"dims"})
+      .node("Reshape", {"x", "dims"}, {"y"})
+      .output("y");
+  return m.bytes();
+}
+
+TEST(OnnxImporterTest, OnlySmallTensorsAreFolded) {
+  auto small = import_onnx_bytes(reshape_from_table(4096), "small.onnx");
+  EXPECT_EQ(by_name(small.graph, "y_node").output_shapes.front(), (core::Shape{3, 2}));
+  auto err = error_of([] { (void)import_onnx_bytes(reshape_from_table(4097), "big.onnx"); });
+  EXPECT_TRUE(contains(err, "'y_node' (Reshape)")) << err;
+  EXPECT_TRUE(contains(err, "cannot be inferred")) << err;
 }
 
 // torchvision's ResNet-50 (v1.5: stride on the 3x3 convolution), batch-normalised.
