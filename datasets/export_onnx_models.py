@@ -1,11 +1,10 @@
 #!/usr/bin/python3
 """Exports real models to ONNX for `gopt graph import` (random weights, nothing downloaded).
 
-Models: torchvision's ResNet-50 and Inception-v3, and a small Transformer encoder built
-from torch.nn. Weights are saved as ONNX external data (one file per model next to it), so
-the import path that needs only the initializers' declared dims is exercised; the .onnx
-files stay small. The CNNs' batch dimension is exported as dynamic ("batch"), so import
-them with `--batch N`; the transformer is exported with fixed shapes (batch 1).
+Models: torchvision's ResNet-50 and Inception-v3, and a 2-layer torch.nn.TransformerEncoder.
+Weights are saved as ONNX external data (one file per model next to it), so the import path
+that needs only the initializers' declared dims is exercised; the .onnx files stay small.
+The batch dimension is exported as dynamic ("batch"): import them with `--batch N`.
 
 Needs Debian's python3-torch, python3-torchvision and python3-onnx (scripts/setup.sh).
 
@@ -18,43 +17,16 @@ import sys
 MODELS = ("resnet50", "inception_v3", "transformer")
 
 
-def small_transformer_class():
-    """A 2-layer post-norm Transformer encoder (d_model 256, 4 heads, FFN 1024, 64 tokens).
+def transformer_encoder():
+    """torch.nn.TransformerEncoder: 2 post-norm layers, d_model 256, 4 heads, FFN 1024.
 
-    Written out instead of torch.nn.TransformerEncoder so that its reshapes use constant
-    sizes: the exported graph then has no Shape/Gather arithmetic that ONNX shape inference
-    cannot follow.
+    Its attention computes Reshape and Slice arguments from Shape -> Gather -> Concat
+    chains; `gopt graph import` folds them once --batch fixes the batch.
     """
     import torch
 
-    class Layer(torch.nn.Module):
-        def __init__(self, d=256, heads=4, ff=1024, tokens=64):
-            super().__init__()
-            self.d, self.heads, self.tokens = d, heads, tokens
-            self.qkv = torch.nn.Linear(d, 3 * d)
-            self.out = torch.nn.Linear(d, d)
-            self.norm1 = torch.nn.LayerNorm(d)
-            self.ff1 = torch.nn.Linear(d, ff)
-            self.ff2 = torch.nn.Linear(ff, d)
-            self.norm2 = torch.nn.LayerNorm(d)
-
-        def forward(self, x):  # x: [1, tokens, d]
-            t, h, dh = self.tokens, self.heads, self.d // self.heads
-            q, k, v = self.qkv(x).reshape(1, t, 3, h, dh).permute(2, 0, 3, 1, 4).unbind(0)
-            att = torch.softmax(q @ k.transpose(-1, -2) / dh ** 0.5, dim=-1)
-            y = (att @ v).transpose(1, 2).reshape(1, t, self.d)
-            x = self.norm1(x + self.out(y))
-            return self.norm2(x + self.ff2(torch.relu(self.ff1(x))))
-
-    class SmallTransformer(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.layers = torch.nn.Sequential(Layer(), Layer())
-
-        def forward(self, x):
-            return self.layers(x)
-
-    return SmallTransformer
+    layer = torch.nn.TransformerEncoderLayer(256, 4, 1024, dropout=0.0, batch_first=True)
+    return torch.nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False)
 
 
 def build(name):
@@ -67,7 +39,7 @@ def build(name):
         model = torchvision.models.inception_v3(weights=None, aux_logits=False, init_weights=False)
         return model, torch.randn(1, 3, 299, 299)
     if name == "transformer":
-        return small_transformer_class()(), torch.randn(1, 64, 256)
+        return transformer_encoder(), torch.randn(1, 64, 256)
     raise ValueError(f"unknown model '{name}' (valid: {', '.join(MODELS)})")
 
 
@@ -79,10 +51,9 @@ def export(name, out_dir):
     model.eval()
     path = os.path.join(out_dir, f"{name}.onnx")
     tmp = path + ".tmp"
-    # The transformer's attention reshapes compute shapes from Shape ops that ONNX shape
-    # inference cannot propagate through when the batch is dynamic: export it with fixed
-    # shapes (batch 1); the CNNs keep a dynamic batch for `gopt graph import --batch N`.
-    dynamic = None if name == "transformer" else {"input": {0: "batch"}, "output": {0: "batch"}}
+    # A dynamic batch for `gopt graph import --batch N`. Not under torch.no_grad(): without
+    # autograd the Transformer layers take a fused path the exporter cannot export.
+    dynamic = {"input": {0: "batch"}, "output": {0: "batch"}}
     torch.onnx.export(model, example, tmp, opset_version=13, input_names=["input"],
                       output_names=["output"], dynamic_axes=dynamic)
     proto = onnx.load(tmp)

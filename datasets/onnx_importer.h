@@ -2,7 +2,9 @@
 // TensorFlow, ...) into a gopt Graph with shapes, FLOPs and bytes, and optionally into a
 // training step (gradient and update ops), so that placement can be studied on real models.
 // Initializers become parameter bytes from their declared dims alone, so models saved with
-// external data import without their data files. See docs/onnx-import.md.
+// external data import without their data files; shape arithmetic on small tensors (the
+// Shape -> Gather -> Concat -> Reshape chains of PyTorch's exports) is evaluated at import.
+// See docs/onnx-import.md.
 //
 //   OnnxImportResult r = import_onnx("resnet50.onnx", OnnxImportOptions().with_batch(32));
 //   if (!r.warning.empty()) std::cerr << r.warning << "\n";
@@ -49,7 +51,8 @@ struct OnnxImportResult {
 
 /// Imports an ONNX file. Throws core::InputError naming the file (and the node or input
 /// where it applies) for an unreadable, truncated or corrupt file, a dynamic dimension
-/// without `batch`, or an op whose output shape cannot be inferred.
+/// without `batch`, an op whose output shape cannot be inferred, or a bad value in shape
+/// arithmetic (a Gather index out of range, an integer division by zero).
 [[nodiscard]] OnnxImportResult import_onnx(const std::filesystem::path& path,
                                            const OnnxImportOptions& options = {});
 

@@ -461,7 +461,8 @@ TEST(OnnxImporterTest, TorchvisionExportsImport) {
   auto r = import_onnx(dir / "resnet50.onnx", OnnxImportOptions().with_batch(1));
   EXPECT_NEAR(total_flops(r.graph), 2 * 4.1e9, 0.05 * 2 * 4.1e9);
   EXPECT_NEAR(std::stod(r.graph.attrs().at("num_parameters")), 25.6e6, 0.01 * 25.6e6);
-  auto t = import_onnx(dir / "transformer.onnx", OnnxImportOptions().with_training(true));
+  auto t = import_onnx(dir / "transformer.onnx",
+                       OnnxImportOptions().with_batch(8).with_training(true));
   EXPECT_EQ(check_training_graph(t.graph), "");
   auto cli = gopt::testing::run_command(std::string(GOPT_BINARY) + " graph import " +
                                         (dir / "resnet50.onnx").string() + " --batch 32 --out " +
