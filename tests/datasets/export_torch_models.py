@@ -23,6 +23,7 @@ import sys
 D_MODEL, HEADS, FFN = 64, 4, 128
 SRC_LEN, TGT_LEN = 10, 6
 RNN_IN, RNN_HIDDEN, RNN_STEPS = 32, 48, 20
+VIT_IMAGE, VIT_PATCH, VIT_CLASSES = 32, 8, 10
 EXAMPLE_BATCH = 2  # the traced batch; the exported batch stays dynamic
 
 
@@ -64,6 +65,13 @@ def build(name):
     if name == "lstm":
         model = nn.LSTM(RNN_IN, RNN_HIDDEN, num_layers=1, batch_first=True, bidirectional=True)
         return model, (torch.randn(b, RNN_STEPS, RNN_IN),), ["x"], ["y", "h", "c"]
+    if name == "vit":
+        # torchvision's VisionTransformer (ViT-B/16's code) at a small size: its class token
+        # is expanded to the batch from a Shape chain, its attention is nn.MultiheadAttention.
+        model = torchvision.models.vision_transformer.VisionTransformer(
+            image_size=VIT_IMAGE, patch_size=VIT_PATCH, num_layers=2, num_heads=HEADS,
+            hidden_dim=D_MODEL, mlp_dim=FFN, num_classes=VIT_CLASSES)
+        return model, (torch.randn(b, 3, VIT_IMAGE, VIT_IMAGE),), ["images"], ["logits"]
     if name == "resnet18":
         return torchvision.models.resnet18(weights=None), (torch.randn(1, 3, 224, 224),), \
             ["images"], ["logits"]
@@ -74,7 +82,7 @@ def build(name):
 
 
 MODELS = ("transformer_encoder", "transformer_decoder", "multihead_attention", "gru", "lstm",
-          "resnet18", "mobilenet_v2")
+          "vit", "resnet18", "mobilenet_v2")
 
 
 def export(name, out_dir):

@@ -20,14 +20,16 @@ namespace gopt::datasets {
 namespace {
 
 // Sizes of tests/datasets/export_torch_models.py (D_MODEL, HEADS, ...).
-constexpr double kModel = 64;   // E, d_model
-constexpr double kHeads = 4;    // H
-constexpr double kFfn = 128;    // F, dim_feedforward
-constexpr double kSrcLen = 10;  // S, encoder / key length
-constexpr double kTgtLen = 6;   // T, decoder / query length
-constexpr double kRnnIn = 32;   // I
-constexpr double kHidden = 48;  // hidden units per direction
-constexpr double kSteps = 20;   // time steps
+constexpr double kModel = 64;    // E, d_model
+constexpr double kHeads = 4;     // H
+constexpr double kFfn = 128;     // F, dim_feedforward
+constexpr double kSrcLen = 10;   // S, encoder / key length
+constexpr double kTgtLen = 6;    // T, decoder / query length
+constexpr double kRnnIn = 32;    // I
+constexpr double kHidden = 48;   // hidden units per direction
+constexpr double kSteps = 20;    // time steps
+constexpr double kPatches = 16;  // ViT: (32 / 8)^2 patches of 8 x 8 pixels
+constexpr double kClasses = 10;  // ViT classes
 // The batch given to the importer; the models were traced with batch 2, so shapes that
 // are right here came through the folded Shape chains.
 constexpr std::int64_t kBatch = 3;
@@ -195,6 +197,23 @@ TEST(OnnxTorchModelsTest, BidirectionalLstm) {
   EXPECT_EQ(shapes_of(g, "LSTM"), (std::vector<core::Shape>{{20, 2, kBatch, 48}}));
   // Both directions concatenated: [steps, batch, 2 x hidden] before the last Transpose.
   EXPECT_EQ(shapes_of(g, "Reshape"), (std::vector<core::Shape>{{20, kBatch, 96}}));
+}
+
+TEST(OnnxTorchModelsTest, TorchvisionVisionTransformer) {
+  GOPT_IMPORT_TORCH_MODEL(r, "vit");
+  const auto& g = r.graph;
+  // The class token expanded to the batch (Expand of a folded Concat of Shape values) and
+  // prepended to the patches: S = 16 + 1 tokens.
+  EXPECT_EQ(shapes_of(g, "Expand"), (std::vector<core::Shape>{{kBatch, 1, 64}}));
+  double tokens = kPatches + 1;
+  // Patch embedding: an 8 x 8 stride-8 convolution 3 -> E with bias, per patch.
+  double patches = (2 * 3 * 8 * 8 + 1) * kModel * kPatches * kB;
+  double head = 2 * kB * kModel * kClasses + kB * kClasses;  // classifier Gemm with bias
+  EXPECT_DOUBLE_EQ(flops_of(g, {"Conv", "MatMul", "Gemm"}),
+                   patches + 2 * (self_attention_flops(tokens) + ffn_flops(tokens)) + head);
+  for (const auto& s : shapes_of(g, "Softmax")) {
+    EXPECT_EQ(s, (core::Shape{kBatch * 4, 17, 17}));
+  }
 }
 
 // ResNet-18 (BatchNorm folded into the convolutions by the exporter, so each has a bias):
