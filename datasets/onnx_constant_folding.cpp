@@ -5,7 +5,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
-#include <unordered_map>
+#include <string>
 
 namespace gopt::datasets::onnx_folding {
 namespace {
@@ -117,20 +117,24 @@ KnownTensor gather_from(const KnownTensor& source, const OutputType& type,
 // never reach a shape.
 struct NotFoldable {};
 
+// Doubles of at most this magnitude convert to int64 exactly enough and without overflow.
+constexpr double kInt64Range = 9.2e18;
+
 // Stores a value computed as double or int64 into `out` (its type decides).
 void push(KnownTensor& out, double real, std::int64_t integer, bool computed_as_real) {
   if (out.floating()) {
     out.reals.push_back(computed_as_real ? real : static_cast<double>(integer));
   } else if (computed_as_real) {
-    if (!std::isfinite(real) || std::abs(real) > 9.2e18) throw NotFoldable{};
+    if (!std::isfinite(real) || std::abs(real) > kInt64Range) throw NotFoldable{};
     out.ints.push_back(static_cast<std::int64_t>(real));
   } else {
     out.ints.push_back(integer);
   }
 }
 
-std::int64_t checked(bool overflow, std::int64_t value, const std::string& op) {
-  if (overflow) throw FoldError("", op + " overflows int64");
+// An int64 overflow leaves the value unfolded (the runtime would wrap around).
+std::int64_t checked(bool overflow, std::int64_t value) {
+  if (overflow) throw NotFoldable{};
   return value;
 }
 
@@ -171,37 +175,42 @@ std::optional<KnownTensor> fold_binary(const std::string& op, const onnx::NodePr
   auto add = [](const std::vector<std::int64_t>& v) {
     std::int64_t r = 0;
     bool overflow = __builtin_add_overflow(v[0], v[1], &r);
-    return checked(overflow, r, "Add");
+    return checked(overflow, r);
   };
   auto sub = [](const std::vector<std::int64_t>& v) {
     std::int64_t r = 0;
     bool overflow = __builtin_sub_overflow(v[0], v[1], &r);
-    return checked(overflow, r, "Sub");
+    return checked(overflow, r);
   };
   auto mul = [](const std::vector<std::int64_t>& v) {
     std::int64_t r = 0;
     bool overflow = __builtin_mul_overflow(v[0], v[1], &r);
-    return checked(overflow, r, "Mul");
+    return checked(overflow, r);
   };
   auto nonzero_divisor = [](std::int64_t b) {
     if (b == 0) throw FoldError("input 'B'", "integer division by zero");
   };
-  if (op == "Add")
+  constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
+  if (op == "Add") {
     return elementwise(
         in, type, [](auto& v) { return v[0] + v[1]; }, add);
-  if (op == "Sub")
+  }
+  if (op == "Sub") {
     return elementwise(
         in, type, [](auto& v) { return v[0] - v[1]; }, sub);
-  if (op == "Mul")
+  }
+  if (op == "Mul") {
     return elementwise(
         in, type, [](auto& v) { return v[0] * v[1]; }, mul);
+  }
   if (op == "Div") {
     return elementwise(
         in, type, [](auto& v) { return v[0] / v[1]; },
         [&](const std::vector<std::int64_t>& v) {
           nonzero_divisor(v[1]);
-          return v[0] / v[1];  // ONNX integer division truncates
-        });
+          if (v[0] == kMin && v[1] == -1) throw NotFoldable{};
+          return v[0] / v[1];
+        });  // ONNX integer division truncates
   }
   if (op == "Mod") {
     bool c_style = int_attr(n, "fmod", 0) != 0;
@@ -209,6 +218,7 @@ std::optional<KnownTensor> fold_binary(const std::string& op, const onnx::NodePr
         in, type, [](auto& v) { return std::fmod(v[0], v[1]); },
         [&](const std::vector<std::int64_t>& v) {
           nonzero_divisor(v[1]);
+          if (v[1] == -1) return std::int64_t{0};
           std::int64_t r = v[0] % v[1];
           if (!c_style && r != 0 && ((r < 0) != (v[1] < 0))) r += v[1];  // sign of the divisor
           return r;
@@ -218,8 +228,9 @@ std::optional<KnownTensor> fold_binary(const std::string& op, const onnx::NodePr
     return elementwise(
         in, type, [](auto& v) { return std::pow(v[0], v[1]); },
         [](const std::vector<std::int64_t>& v) {
-          return static_cast<std::int64_t>(
-              std::pow(static_cast<double>(v[0]), static_cast<double>(v[1])));
+          double p = std::pow(static_cast<double>(v[0]), static_cast<double>(v[1]));
+          if (!std::isfinite(p) || std::abs(p) > kInt64Range) throw NotFoldable{};
+          return static_cast<std::int64_t>(p);
         });
   }
   auto compare = [&](auto cmp) {
@@ -252,14 +263,16 @@ std::optional<KnownTensor> fold_unary(const std::string& op, const KnownTensor& 
     return elementwise(
         in, type, [](auto& v) { return -v[0]; },
         [](const std::vector<std::int64_t>& v) {
-          return checked(v[0] == std::numeric_limits<std::int64_t>::min(), -v[0], "Neg");
+          if (v[0] == std::numeric_limits<std::int64_t>::min()) throw NotFoldable{};
+          return -v[0];
         });
   }
   if (op == "Abs") {
     return elementwise(
         in, type, [](auto& v) { return std::abs(v[0]); },
         [](const std::vector<std::int64_t>& v) {
-          return checked(v[0] == std::numeric_limits<std::int64_t>::min(), std::abs(v[0]), "Abs");
+          if (v[0] == std::numeric_limits<std::int64_t>::min()) throw NotFoldable{};
+          return std::abs(v[0]);
         });
   }
   if (op == "Not") {
@@ -345,8 +358,9 @@ KnownTensor fold_gather(const onnx::NodeProto& n, const KnownTensor& data,
     }
     if (i < 0) i += dim;
     std::int64_t k = 0;
-    for (std::int64_t d = 0; d < axis; ++d)
+    for (std::int64_t d = 0; d < axis; ++d) {
       k += idx[static_cast<std::size_t>(d)] * st[static_cast<std::size_t>(d)];
+    }
     k += i * st[static_cast<std::size_t>(axis)];
     for (std::size_t d = static_cast<std::size_t>(axis) + 1; d < data.shape.size(); ++d) {
       k += idx[d - 1 + q] * st[d];
@@ -401,7 +415,14 @@ KnownTensor fold_slice(const onnx::NodeProto& n, std::int64_t opset,
   if (steps.empty()) steps.assign(starts.size(), 1);
   std::size_t rank = data.shape.size();
   std::vector<std::int64_t> first(rank, 0), step(rank, 1);
-  for (std::size_t i = 0; i < starts.size() && i < axes.size() && i < ends.size(); ++i) {
+  if (axes.size() != starts.size() || ends.size() != starts.size() ||
+      steps.size() != starts.size()) {
+    throw FoldError("inputs", "starts, ends, axes and steps have " + std::to_string(starts.size()) +
+                                  ", " + std::to_string(ends.size()) + ", " +
+                                  std::to_string(axes.size()) + " and " +
+                                  std::to_string(steps.size()) + " values; expected as many");
+  }
+  for (std::size_t i = 0; i < starts.size(); ++i) {
     auto a = static_cast<std::size_t>(axis_of(axes[i], rank, "input 'axes'"));
     std::int64_t dim = data.shape[a];
     std::int64_t s = steps[i];
@@ -532,6 +553,19 @@ std::optional<KnownTensor> fold_one(const onnx::NodeProto& n, std::int64_t opset
     auto v = read_tensor(value->t());
     if (!v || v->size() != 1) throw FoldError("attribute 'value'", "expected one element");
     return filled(type, v->real(0), v->floating() ? 0 : v->ints[0]);
+  }
+  // Index-like inputs must be integers (a float there is an invalid model; leave it to
+  // the runtime rather than read it as indices).
+  auto integral = [&](std::size_t from) {
+    for (std::size_t i = from; i < in.size(); ++i) {
+      if (in[i] != nullptr && in[i]->floating()) return false;
+    }
+    return true;
+  };
+  if ((op == "Gather" || op == "Slice" || op == "Tile") && !integral(1)) return std::nullopt;
+  if (op == "Range" && all_inputs() &&
+      !(in[0]->floating() == in[1]->floating() && in[0]->floating() == in[2]->floating())) {
+    return std::nullopt;
   }
   if (!all_inputs()) {
     // Ops with optional inputs that need only some of them.

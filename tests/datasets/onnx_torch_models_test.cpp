@@ -1,10 +1,10 @@
 // ONNX import of models exported at test time by PyTorch's default exporter
 // (tests/datasets/export_torch_models.py, Debian's python3-torch and python3-torchvision):
-// Transformer encoder and decoder, multi-head attention, GRU, LSTM, ResNet-18 and
-// MobileNetV2, all with a dynamic batch and without their weight files. Their Reshape,
-// Slice and Expand arguments come from Shape -> Gather -> Concat chains that the importer
-// folds; the figures below are computed by hand from the model sizes. Each test is
-// skipped with a message when torch, torchvision or onnx is missing.
+// Transformer encoder and decoder, multi-head attention, GRU, LSTM, a small Vision
+// Transformer, ResNet-18 and MobileNetV2, all with a dynamic batch and without their weight files.
+// Their Reshape, Slice and Expand arguments come from Shape -> Gather -> Concat chains that the
+// importer folds; the figures below are computed by hand from the model sizes. Each test is skipped
+// with a message when torch, torchvision or onnx is missing.
 #include <gtest/gtest.h>
 
 #include <string>
