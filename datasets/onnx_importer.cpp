@@ -400,9 +400,12 @@ class Importer {
   // The node's output types from ONNX's inference function for its op, given its input
   // types and the contents of its small inputs (so Reshape, Slice, Expand, Tile, Range,
   // ConstantOfShape, ... see the values of their shape inputs). An output type is left
-  // empty when the op has no schema or inference does not determine it.
+  // empty when the op has no schema or inference does not determine it; when ONNX's
+  // inference throws, all are empty and `error` says why (the model's declared shapes may
+  // still give the outputs).
   std::vector<onnx::TypeProto> infer_outputs(onnx::NodeProto& n, int index,
-                                             const std::vector<const Value*>& inputs) {
+                                             const std::vector<const Value*>& inputs,
+                                             std::string& error) {
     std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
     auto opset = opsets_.find(domain);
     if (opset == opsets_.end()) {
@@ -438,7 +441,8 @@ class Importer {
                                                          {}, local_functions_, &symbols_);
       }
     } catch (const std::exception& e) {
-      fail(node_label(n, index), std::string("shape inference failed: ") + e.what());
+      error = e.what();
+      return std::vector<onnx::TypeProto>(static_cast<std::size_t>(n.output_size()));
     }
     return ctx.allOutputTypes_;
   }
@@ -481,11 +485,14 @@ class Importer {
     if (!domain.empty()) return;
     std::vector<const KnownTensor*> data;
     std::vector<const Shape*> shapes;
+    data.reserve(inputs.size());
+    shapes.reserve(inputs.size());
     for (const Value* v : inputs) {
       data.push_back(v != nullptr ? v->data.get() : nullptr);
       shapes.push_back(v != nullptr ? &v->shape : nullptr);
     }
     std::vector<onnx_folding::OutputType> types;
+    types.reserve(outputs.size());
     for (const auto& o : outputs) types.push_back({o.elem_type, o.shape});
     try {
       auto folded = onnx_folding::fold_node(n, opsets_.at(""), data, shapes, types);
@@ -514,12 +521,16 @@ class Importer {
       }
       inputs.push_back(&it->second);
     }
-    std::vector<onnx::TypeProto> inferred = infer_outputs(n, index, inputs);
+    std::string inference_error;
+    std::vector<onnx::TypeProto> inferred = infer_outputs(n, index, inputs, inference_error);
     std::vector<Value> outputs;
     for (int i = 0; i < n.output_size(); ++i) {
       const std::string& name = n.output(i);
       if (name.empty()) continue;
       auto v = output_value(name, inferred[static_cast<std::size_t>(i)]);
+      if (!v && !inference_error.empty()) {
+        fail(node_label(n, index), "shape inference failed: " + inference_error);
+      }
       if (!v) {
         fail(node_label(n, index),
              "the shape of output '" + name +

@@ -349,6 +349,14 @@ TEST(OnnxImporterTest, BadShapeValuesNameTheNodeAndInput) {
   err = error_of([&] { (void)import_onnx_bytes(d.bytes(), "div0.onnx"); });
   EXPECT_TRUE(contains(err, "'q_node' (Div) input 'B'")) << err;
   EXPECT_TRUE(contains(err, "division by zero")) << err;
+  // ONNX's own inference errors name the node too.
+  ModelBuilder c;
+  c.input("x", {2, 3})
+      .constant("v", {1, 2}, {2})
+      .node("Concat", {"x", "v"}, {"y"}, {{"axis", {0}}})
+      .output("y");
+  err = error_of([&] { (void)import_onnx_bytes(c.bytes(), "ranks.onnx"); });
+  EXPECT_TRUE(contains(err, "'y_node' (Concat): shape inference failed")) << err;
 }
 
 // Reshape to the first two values of an int64 initializer of `size` elements: folded up
@@ -461,8 +469,8 @@ TEST(OnnxImporterTest, TorchvisionExportsImport) {
   auto r = import_onnx(dir / "resnet50.onnx", OnnxImportOptions().with_batch(1));
   EXPECT_NEAR(total_flops(r.graph), 2 * 4.1e9, 0.05 * 2 * 4.1e9);
   EXPECT_NEAR(std::stod(r.graph.attrs().at("num_parameters")), 25.6e6, 0.01 * 25.6e6);
-  auto t = import_onnx(dir / "transformer.onnx",
-                       OnnxImportOptions().with_batch(8).with_training(true));
+  auto t =
+      import_onnx(dir / "transformer.onnx", OnnxImportOptions().with_batch(8).with_training(true));
   EXPECT_EQ(check_training_graph(t.graph), "");
   auto cli = gopt::testing::run_command(std::string(GOPT_BINARY) + " graph import " +
                                         (dir / "resnet50.onnx").string() + " --batch 32 --out " +
