@@ -459,7 +459,8 @@ TEST(OnnxImporterTest, TorchvisionExportsImport) {
                     "(scripts/setup.sh installs them): "
                  << probe.err;
   }
-  auto dir = std::filesystem::temp_directory_path() / "gopt_onnx_export_test";
+  // Per process: a fixed name raced with the same test run from another build tree.
+  std::filesystem::path dir = gopt::testing::make_temp_dir("gopt_onnx_export_test");
   auto run = gopt::testing::run_command(python + " " + GOPT_SOURCE_DIR +
                                         "/datasets/export_onnx_models.py " + dir.string() +
                                         " --models resnet50,transformer");
