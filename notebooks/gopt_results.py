@@ -138,6 +138,18 @@ def decision(path, workload, agent, seed):
         return {k: np.asarray(v) for k, v in g["decision"].items()}
 
 
+def device_stats(path, workload, agent, seed):
+    """One result's per-device compute busy time (seconds) and peak memory (bytes), as two
+    numpy arrays (empty when the result stores none)."""
+    with open_results(path) as f:
+        g = f["results"][f"{workload}:{agent}:{seed}"]
+        if "devices" not in g:
+            return np.array([]), np.array([])
+        d = g["devices"]
+        return np.asarray(d["busy_s"], dtype=float), np.asarray(d["peak_memory_bytes"],
+                                                                 dtype=float)
+
+
 def placement_table(df):
     """`gopt table`'s placement table as a DataFrame: mean step time (ms) over seeds per
     workload and agent (NaN when every seed ran out of memory), then the best learned

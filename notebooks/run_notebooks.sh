@@ -4,11 +4,16 @@
 # figures as PNG files in OUTPUT_DIR/figures. Fails when jupyter nbconvert is missing:
 # scripts/setup.sh installs it.
 #
-# Usage: notebooks/run_notebooks.sh RESULTS.h5 OUTPUT_DIR
+# Usage: notebooks/run_notebooks.sh RESULTS.h5 OUTPUT_DIR [NOTEBOOK=RESULTS.h5 ...]
+#   (NOTEBOOK=FILE gives one notebook, e.g. generalization, its own results file)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-results="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
+absolute() { echo "$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; }
+results="$(absolute "$1")"
 out="$2"
+shift 2
+declare -A own
+for pair in "$@"; do own["${pair%%=*}"]="$(absolute "${pair#*=}")"; done
 if ! command -v jupyter >/dev/null 2>&1 || ! jupyter nbconvert --version >/dev/null 2>&1; then
   echo "run_notebooks.sh: jupyter nbconvert not found; install jupyter-nbconvert," \
        "python3-nbconvert, python3-ipykernel, python3-h5py, python3-pandas," \
@@ -21,7 +26,10 @@ mkdir -p "$out"
 unset MPLBACKEND
 export GOPT_RESULTS="$results" GOPT_NOTEBOOKS_DIR="$here" PYDEVD_DISABLE_FILE_VALIDATION=1
 for nb in "$here"/*.ipynb; do
-  echo "executing $(basename "$nb") against $results"
+  name="$(basename "$nb" .ipynb)"
+  GOPT_RESULTS="${own[$name]:-$results}"
+  export GOPT_RESULTS
+  echo "executing $name.ipynb against $GOPT_RESULTS"
   jupyter nbconvert --to notebook --execute --ExecutePreprocessor.timeout=240 \
     --output-dir "$out" "$nb"
 done

@@ -38,7 +38,7 @@ packages=(
   python3-torch python3-torchvision python3-onnx
   python3
   python3-h5py python3-pandas python3-matplotlib
-  jupyter-nbconvert python3-nbconvert python3-ipykernel python3-nbformat
+  jupyter-nbconvert python3-nbconvert python3-ipykernel python3-nbformat jupyter-notebook
 )
 
 missing=()
