@@ -6,18 +6,12 @@
 #include <vector>
 
 #include "core/errors.h"
+#include "hardware/network_model.h"
 
 namespace gopt::hardware {
 
 Seconds CostModel::transfer_time(Bytes bytes, DeviceId src, DeviceId dst) const {
-  Seconds latency_s = 0;
-  double seconds_per_byte = 0;
-  for (Hop hop : cluster_->route(src, dst)) {
-    LinkCost cost = link_cost(hop.link);
-    latency_s += cost.latency_s;
-    seconds_per_byte = std::max(seconds_per_byte, cost.seconds_per_byte);
-  }
-  return latency_s + static_cast<double>(bytes) * seconds_per_byte;
+  return compose_route(cluster_->route(src, dst), *this).transfer_time_s(bytes);
 }
 
 RooflineCostModel::RooflineCostModel(const Cluster& cluster, RooflineOptions options)

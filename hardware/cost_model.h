@@ -61,7 +61,7 @@ class CostModel {
 
   /// Uncontended time to send `bytes` from device `src` to device `dst` over the route,
   /// with the route held end to end (cut-through): the sum of the hops' latencies plus
-  /// `bytes` at the slowest hop's rate. 0 when src == dst.
+  /// `bytes` at the slowest hop's rate, as NetworkModel composes it. 0 when src == dst.
   [[nodiscard]] Seconds transfer_time(Bytes bytes, DeviceId src, DeviceId dst) const;
 
   [[nodiscard]] const Cluster& cluster() const { return *cluster_; }
