@@ -7,10 +7,15 @@
 //   build/bin/simulator_digest > after.txt    # on the new one
 //   diff before.txt after.txt && tail -1 after.txt
 //
-// `--quick` skips the large suite graphs.
+// `--quick` skips the large suite graphs. `--ci` also skips the 20,000-node DAG and prints
+// one digest per (graph, cluster) instead of one per case; `--expect FILE` compares what
+// it prints with FILE and exits 1 at the first difference (the CTest test
+// simulator_digest_ci runs `--ci --expect tests/data/simulator/digest_ci.txt`). After an
+// intended change of semantics, regenerate that file with `simulator_digest --ci`.
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <random>
 #include <string>
@@ -127,7 +132,20 @@ struct Totals {
   Digest all;
   long cases = 0;
   long ooms = 0;
+  bool per_case = true;            // else one line per run_cases() call
+  std::vector<std::string> lines;  // everything printed, for --expect
 };
+
+void emit(Totals& totals, const std::string& line) {
+  std::printf("%s\n", line.c_str());
+  totals.lines.push_back(line);
+}
+
+std::string hex(std::uint64_t value) {
+  char buffer[17];
+  std::snprintf(buffer, sizeof buffer, "%016llx", static_cast<unsigned long long>(value));
+  return buffer;
+}
 
 // Decisions: placements from single-device to random, priorities absent / few levels /
 // full range, fusion absent / zero / random levels.
@@ -206,9 +224,12 @@ void run_cases(const std::string& name, const CompiledGraph& g, const gopt::hard
   for (NodeId v = 0; v < g.num_nodes(); ++v) {
     for (DeviceId d = 0; d < c.num_devices(); ++d) op_times.add(plain.op_time(v, d));
   }
-  std::printf("%s/op_times %016llx\n", name.c_str(),
-              static_cast<unsigned long long>(op_times.value()));
+  if (totals.per_case) emit(totals, name + "/op_times " + hex(op_times.value()));
   totals.all.add(op_times.value());
+  Digest group;
+  group.add(op_times.value());
+  long group_cases = 0;
+  long group_ooms = 0;
   int k = 0;
   for (const auto& [dname, decision] : decisions(g, c.num_devices(), seed)) {
     for (int mode = 0; mode < 3; ++mode) {
@@ -223,19 +244,70 @@ void run_cases(const std::string& name, const CompiledGraph& g, const gopt::hard
       totals.ooms += r.oom;
       ++totals.cases;
       totals.all.add(h);
-      std::printf("%s/%s/m%d %016llx%s\n", name.c_str(), dname.c_str(), mode,
-                  static_cast<unsigned long long>(h), r.oom ? " oom" : "");
+      group.add(h);
+      ++group_cases;
+      group_ooms += r.oom;
+      if (totals.per_case) {
+        emit(totals, name + "/" + dname + "/m" + std::to_string(mode) + " " + hex(h) +
+                         (r.oom ? " oom" : ""));
+      }
     }
     ++k;
   }
+  if (!totals.per_case) {
+    emit(totals, name + " cases=" + std::to_string(group_cases) +
+                     " ooms=" + std::to_string(group_ooms) + " digest=" + hex(group.value()));
+  }
+}
+
+// Compares the printed lines with the file `path`; prints the first difference.
+int compare_with(const std::vector<std::string>& lines, const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    std::fprintf(stderr, "simulator_digest: cannot read expected digest file %s\n", path.c_str());
+    return 1;
+  }
+  std::vector<std::string> expected;
+  for (std::string line; std::getline(in, line);) expected.push_back(line);
+  for (std::size_t i = 0; i < lines.size() || i < expected.size(); ++i) {
+    const std::string got = i < lines.size() ? lines[i] : "<end of output>";
+    const std::string want = i < expected.size() ? expected[i] : "<end of file>";
+    if (got != want) {
+      std::fprintf(stderr,
+                   "simulator_digest: line %zu differs from %s\n  expected: %s\n  found:    "
+                   "%s\nThe simulator's results changed. If that is intended, regenerate the "
+                   "file with `simulator_digest --ci`; otherwise diff the full per-case output "
+                   "(`simulator_digest`) against the previous engine's to find the cases.\n",
+                   i + 1, path.c_str(), want.c_str(), got.c_str());
+      return 1;
+    }
+  }
+  std::fprintf(stderr, "simulator_digest: %zu lines identical to %s\n", lines.size(), path.c_str());
+  return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = argc > 1 && std::string(argv[1]) == "--quick";
+  bool quick = false;
+  bool ci = false;
+  std::string expect;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--quick") {
+      quick = true;
+    } else if (arg == "--ci") {
+      quick = ci = true;
+    } else if (arg == "--expect" && i + 1 < argc) {
+      expect = argv[++i];
+    } else {
+      std::fprintf(stderr, "usage: simulator_digest [--quick | --ci] [--expect FILE]\n");
+      return 2;
+    }
+  }
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // a failing case shows after the last line
   Totals totals;
+  totals.per_case = !ci;
   const char* profiles[] = {"p100x4_pcie", "v100x8_dgx1", "h100x8_nvswitch", "p100x2_pcie",
                             "p100x8_pcie"};
   // Random DAGs on the shipped profiles with the roofline cost model.
@@ -246,6 +318,7 @@ int main(int argc, char** argv) {
   };
   const Dag dags[] = {{40, 4, 1}, {300, 8, 2}, {300, 64, 3}, {3000, 16, 4}, {20000, 64, 5}};
   for (const auto& dag : dags) {
+    if (ci && dag.nodes > 3000) continue;
     auto g = CompiledGraph::compile(gopt::testing::random_dag(gopt::testing::RandomDagOptions()
                                                                   .with_nodes(dag.nodes)
                                                                   .with_window(dag.window)
@@ -313,7 +386,7 @@ int main(int argc, char** argv) {
       }
     }
   }
-  std::printf("TOTAL cases=%ld ooms=%ld digest=%016llx\n", totals.cases, totals.ooms,
-              static_cast<unsigned long long>(totals.all.value()));
-  return 0;
+  emit(totals, "TOTAL cases=" + std::to_string(totals.cases) +
+                   " ooms=" + std::to_string(totals.ooms) + " digest=" + hex(totals.all.value()));
+  return expect.empty() ? 0 : compare_with(totals.lines, expect);
 }
