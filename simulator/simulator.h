@@ -21,6 +21,7 @@
 #include "core/decision.h"
 #include "hardware/cluster.h"
 #include "hardware/cost_model.h"
+#include "hardware/network_model.h"
 #include "simulator/fusion.h"
 #include "simulator/observer.h"
 
@@ -101,6 +102,11 @@ class Simulator {
   /// computes the lower bounds, and allocates all buffers.
   Simulator(const core::CompiledGraph& graph, const hardware::Cluster& cluster,
             const hardware::CostModel& cost_model, SimulatorOptions options = {});
+  /// The same with an injected network model (routes and how transfer times compose;
+  /// built from `cluster` and `cost_model` otherwise), which must outlive the Simulator.
+  Simulator(const core::CompiledGraph& graph, const hardware::Cluster& cluster,
+            const hardware::CostModel& cost_model, const hardware::NetworkModel& network,
+            SimulatorOptions options = {});
   ~Simulator();
   Simulator(Simulator&&) noexcept;
   Simulator& operator=(Simulator&&) noexcept;
