@@ -80,6 +80,7 @@ class ReadyHeap {
 class RankSet {
  public:
   void resize(std::size_t num_ranks) {
+    num_ranks_ = num_ranks;
     words_.assign((num_ranks + 63) / 64, 0);
     summary_.assign((words_.size() + 63) / 64 + 1, 0);
     summary_.back() = 1;  // sentinel: stops the scan in pop() (never reached when non-empty)
@@ -98,8 +99,8 @@ class RankSet {
   /// Adds `rank`, which is not in the set (< the bound; a rank past it is an internal
   /// error).
   void push(std::uint32_t rank) {
+    GOPT_ASSERT(rank < num_ranks_, "rank outside the ready set");
     const std::size_t w = rank >> 6;
-    GOPT_ASSERT(w < words_.size(), "rank outside the ready set");
     words_[w] |= std::uint64_t{1} << (rank & 63);
     const std::size_t s = w >> 6;
     summary_[s] |= std::uint64_t{1} << (w & 63);
@@ -125,6 +126,7 @@ class RankSet {
   }
 
  private:
+  std::size_t num_ranks_ = 0;
   std::vector<std::uint64_t> words_;
   std::vector<std::uint64_t> summary_;
   std::size_t first_ = 0;  // no summary word before it is non-empty

@@ -40,7 +40,7 @@ class TransferTable {
   explicit TransferTable(std::size_t num_edges)
       : transfers_(num_edges),
         free_slots_(num_edges + 1),
-        consumers_(num_edges),
+        consumers_(num_edges + 1),
         slot_transfer_(num_edges) {}
 
   /// No transfer; `observed` numbers them in issue order and keeps their request and
@@ -74,7 +74,9 @@ class TransferTable {
   const Transfer& operator[](std::int32_t id) const { return transfers_[at(id)]; }
   [[nodiscard]] std::int32_t num_issued() const { return num_issued_; }
 
-  // --- Consumer lists: a transfer's consumers are appended contiguously.
+  // --- Consumer lists: a transfer's consumers are appended contiguously. The list has
+  // one spare entry: StepModel::produce() writes the entry past a transfer's last
+  // consumer without a branch (it is kept only when the edge was for the transfer).
   [[nodiscard]] std::int32_t num_consumers() const { return num_consumers_; }
   NodeId* consumers() { return consumers_.data(); }
   void set_num_consumers(std::int32_t n) { num_consumers_ = n; }
@@ -96,7 +98,7 @@ class TransferTable {
 
   std::vector<Transfer> transfers_;
   std::vector<std::int32_t> free_slots_;  // one spare entry, see free_if()
-  std::vector<NodeId> consumers_;
+  std::vector<NodeId> consumers_;         // one spare entry, see consumers()
   std::vector<std::int32_t> slot_transfer_;
   std::vector<Times> times_;
   bool observed_ = false;
