@@ -1,9 +1,9 @@
 // Simulator benchmarks: one simulated step of a random DAG (1k, 10k, 80k nodes) on 4 and 8
 // P100s over PCIe with a round-robin placement, against the bare topological sweep over
 // the same CompiledGraph arrays (Kahn's algorithm computing earliest finish times from the
-// same cached op times). Target (issue 3): at 80k nodes, simulate <= 4x the sweep and < 5 ms.
+// same cached op times). docs/simulator.md gives the figures.
 //
-//   build-sim/bin/gopt_bench --benchmark_filter='BM_Simulate|BM_TopoSweep'
+//   build/bin/gopt_bench --benchmark_filter='BM_Simulate|BM_TopoSweep'
 #include <benchmark/benchmark.h>
 
 #include <map>
