@@ -31,9 +31,10 @@ NetworkModel::NetworkModel(const Cluster& cluster, const CostModel& cost_model)
     channel_cost_.push_back(RouteCost{cost.latency_s, cost.seconds_per_byte});
     channel_cost_.push_back(RouteCost{cost.latency_s, cost.seconds_per_byte});
   }
-  const auto D = static_cast<std::size_t>(num_devices_);
-  routes_.resize(D * D);
-  costs_.resize(D * D);
+  const auto num_pairs =
+      static_cast<std::size_t>(num_devices_) * static_cast<std::size_t>(num_devices_);
+  routes_.resize(num_pairs);
+  costs_.resize(num_pairs);
   for (DeviceId s = 0; s < num_devices_; ++s) {
     for (DeviceId t = 0; t < num_devices_; ++t) {
       for (Hop hop : cluster.route(s, t)) {

@@ -6,18 +6,18 @@ namespace gopt::simulator {
 
 Links::Links(const hardware::NetworkModel& network, std::size_t max_transfers)
     : num_devices_(network.num_devices()) {
-  const std::size_t D = at(num_devices_);
+  const std::size_t num_pairs = at(num_devices_) * at(num_devices_);
   for (DeviceId s = 0; s < num_devices_; ++s) {
     for (DeviceId t = 0; t < num_devices_; ++t) {
       route_length_ = std::max(route_length_, network.route(s, t).size());
     }
   }
   // An empty route (src == dst, never used) gets a channel of its own past the network's.
-  padded_channels_.resize(D * D * route_length_);
-  channel_free_s_.resize(at(network.num_channels()) + D * D);
+  padded_channels_.resize(num_pairs * route_length_);
+  channel_free_s_.resize(at(network.num_channels()) + num_pairs);
   // The FIFO group of a route is the one of its first channel.
   std::vector<std::int32_t> first_channel_fifo(at(network.num_channels()), -1);
-  routes_.resize(D * D);
+  routes_.resize(num_pairs);
   for (DeviceId s = 0; s < num_devices_; ++s) {
     for (DeviceId t = 0; t < num_devices_; ++t) {
       const std::size_t pair = pair_index(s, t);

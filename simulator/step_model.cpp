@@ -29,6 +29,7 @@ StepModel::StepModel(const PackedGraph& graph, const hardware::Cluster& cluster,
       num_devices_(cluster.num_devices()),
       memory_([&] {
         std::vector<Bytes> capacity;
+        capacity.reserve(static_cast<std::size_t>(cluster.num_devices()));
         for (DeviceId d = 0; d < cluster.num_devices(); ++d) {
           capacity.push_back(cluster.device(d).memory_capacity_bytes);
         }
@@ -38,7 +39,7 @@ StepModel::StepModel(const PackedGraph& graph, const hardware::Cluster& cluster,
       transfers_(at(graph.graph().num_edges())),
       tasks_(graph) {
   GOPT_ASSERT(network.num_devices() == num_devices_, "the network model is of another cluster");
-  const auto D = at(num_devices_);
+  const auto num_devices = at(num_devices_);
   const auto n = at(graph.num_nodes());
   const auto num_edges = at(graph.graph().num_edges());
   std::size_t copy_streams = 0;  // receiver copies in flight hold one stream each
@@ -62,15 +63,15 @@ StepModel::StepModel(const PackedGraph& graph, const hardware::Cluster& cluster,
   ops_.resize(n);
   task_start_.resize(n);
   remote_edges_.resize(at(graph.max_out_degree()));
-  remote_devices_.resize(D);
-  remote_mark_.assign(D, 0);
-  remote_bytes_.resize(D);
-  remote_transfer_.resize(D);
-  changed_.resize(D);
-  is_changed_.assign(D, 0);
+  remote_devices_.resize(num_devices);
+  remote_mark_.assign(num_devices, 0);
+  remote_bytes_.resize(num_devices);
+  remote_transfer_.resize(num_devices);
+  changed_.resize(num_devices);
+  is_changed_.assign(num_devices, 0);
   // At most one kernel per stream, one arrival per transfer FIFO (one per route at
   // worst) and one per receiver copy in flight.
-  engine_.reserve(at(cluster.total_compute_streams()) + D * D + copy_streams);
+  engine_.reserve(at(cluster.total_compute_streams()) + num_devices * num_devices + copy_streams);
 }
 
 template <bool kFused>
