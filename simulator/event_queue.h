@@ -72,7 +72,9 @@ class EventQueue {
   [[nodiscard]] std::size_t size() const { return heap_.size(); }
 
   void push(Event ev) {
-    heap_.push_back(ev);
+    // A new slot, then `ev` written once where it lands (push_back(ev) would copy it
+    // through the stack: two 64-bit stores read back as one 128-bit load, which stalls).
+    heap_.emplace_back();
     sift_up(heap_.size() - 1, ev);
   }
 
