@@ -64,9 +64,9 @@ struct ChannelRoute {
 ///   Simulator sim(graph, cluster, cost, network);
 class NetworkModel {
  public:
-  /// Composes every route of `cluster` from the link costs of `cost_model`. Both must
-  /// outlive nothing here: the costs are copied. A negative or infinite link cost is an
-  /// internal error (the CostModel contract).
+  /// Composes every route of `cluster` from the link costs of `cost_model`. Neither needs
+  /// to outlive the model: routes and costs are copied. A negative or infinite link cost
+  /// is an internal error (the CostModel contract).
   NetworkModel(const Cluster& cluster, const CostModel& cost_model);
 
   [[nodiscard]] DeviceId num_devices() const { return num_devices_; }
