@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/errors.h"
+#include "hardware/network_model.h"
 
 namespace gopt::simulator {
 namespace {
@@ -132,32 +133,19 @@ LowerBounds compute_lower_bounds(const core::CompiledGraph& graph, const hardwar
     b.single_device_s = std::min(b.single_device_s, bound);
   }
 
-  // Split placements: the cheapest transfer of `bytes` between two distinct devices, from
-  // the routes' summed latency and bottleneck per-byte cost (CostModel::transfer_time).
+  // Split placements: the cheapest transfer of `bytes` between two distinct devices, each
+  // route composed by the network model's rule (as CostModel::transfer_time).
   if (devices < 2 || n < 2) return b;
-  struct PairCost {
-    Seconds latency_s;
-    double seconds_per_byte;
-  };
-  std::vector<PairCost> pairs;
+  std::vector<hardware::RouteCost> pairs;
   for (DeviceId s = 0; s < devices; ++s) {
     for (DeviceId d = 0; d < devices; ++d) {
-      if (s == d) continue;
-      PairCost c{0, 0};
-      for (hardware::Hop hop : cluster.route(s, d)) {
-        const hardware::LinkCost link = cost_model.link_cost(hop.link);
-        c.latency_s += link.latency_s;
-        c.seconds_per_byte = std::max(c.seconds_per_byte, link.seconds_per_byte);
-      }
-      pairs.push_back(c);
+      if (s != d) pairs.push_back(hardware::compose_route(cluster.route(s, d), cost_model));
     }
   }
   auto transfer_s = [&](core::Bytes bytes) {
     if (bytes <= 0) return Seconds{0};  // control dependencies cost nothing across devices
     Seconds best = std::numeric_limits<Seconds>::infinity();
-    for (const auto& p : pairs) {
-      best = std::min(best, p.latency_s + static_cast<double>(bytes) * p.seconds_per_byte);
-    }
+    for (const auto& p : pairs) best = std::min(best, p.transfer_time_s(bytes));
     return best;
   };
   // Weight of edge e: the longest path through it when it crosses devices. The smallest

@@ -19,7 +19,7 @@ struct ResultBounds {
 
 // The two lower bounds of SimulationResult, once per (graph, cluster, cost model): each op
 // at its fastest device type's time, unfused, with zero communication. (The tighter
-// bounds of lower_bounds.h are computed on demand, not per Simulator.)
+// bounds of lower_bounds.h are computed by their callers, not per Simulator.)
 ResultBounds result_lower_bounds(const core::CompiledGraph& graph, const hardware::Cluster& cluster,
                                  const PackedGraph& packed) {
   const NodeId n = graph.num_nodes();
