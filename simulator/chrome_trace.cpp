@@ -37,6 +37,7 @@ void ChromeTraceWriter::on_simulation_begin(const SimulationContext& context) {
   kernels_.clear();
   transfers_.clear();
   kernel_of_node_.assign(static_cast<std::size_t>(graph_->num_nodes()), -1);
+  memory_.assign(static_cast<std::size_t>(cluster_->num_devices()), {});
   device_names_.clear();
   device_streams_.clear();
   link_names_.clear();
@@ -68,6 +69,15 @@ void ChromeTraceWriter::on_transfer_end(const TransferEvent& transfer) {
       Transfer{transfer.producer, transfer.src, transfer.dst, transfer.bytes,
                std::vector<hardware::Hop>(transfer.hops, transfer.hops + transfer.num_hops),
                transfer.request_s, transfer.start_s, transfer.end_s});
+}
+
+void ChromeTraceWriter::on_memory(const MemoryEvent& memory) {
+  auto& track = memory_[static_cast<std::size_t>(memory.device)];
+  if (!track.empty() && track.back().first == memory.time_s) {
+    track.back().second = memory.in_use_bytes;
+  } else {
+    track.emplace_back(memory.time_s, memory.in_use_bytes);
+  }
 }
 
 std::string ChromeTraceWriter::to_json() const {
@@ -143,6 +153,15 @@ std::string ChromeTraceWriter::to_json() const {
                       {"ts", at(k.start_s)},
                       {"dur", at(k.end_s - k.start_s)},
                       {"args", std::move(args)}});
+  }
+  for (std::size_t d = 0; d < memory_.size(); ++d) {
+    for (const auto& [time_s, bytes] : memory_[d]) {
+      events.push_back({{"ph", "C"},
+                        {"name", "memory in use (bytes)"},
+                        {"pid", static_cast<int>(d)},
+                        {"ts", at(time_s)},
+                        {"args", {{"bytes", bytes}}}});
+    }
   }
   std::int64_t next_flow = 1;
   for (const auto& t : transfers_) {

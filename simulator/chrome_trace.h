@@ -4,7 +4,8 @@
 // link; a transfer appears on every link of its route. Times are in microseconds.
 // A kernel's `args` hold its op's name, type, kind, FLOPs and bytes (a fused kernel: its
 // member ops and their summed FLOPs and bytes); flow arrows link each cross-device tensor's
-// producer to its transfer and on to the consumers it feeds on the destination device.
+// producer to its transfer and on to the consumers it feeds on the destination device; a
+// counter track per device ("memory in use") follows its allocated bytes.
 //
 //   ChromeTraceWriter trace;
 //   simulator.simulate(decision, &trace);
@@ -24,6 +25,7 @@ class ChromeTraceWriter final : public SimulationObserver {
   void on_simulation_begin(const SimulationContext& context) override;
   void on_kernel_end(const KernelEvent& kernel) override;
   void on_transfer_end(const TransferEvent& transfer) override;
+  void on_memory(const MemoryEvent& memory) override;
 
   /// The trace of the last simulation as a JSON object {"traceEvents": [...], ...}.
   [[nodiscard]] std::string to_json() const;
@@ -62,6 +64,8 @@ class ChromeTraceWriter final : public SimulationObserver {
   std::vector<Kernel> kernels_;
   std::vector<std::int32_t> kernel_of_node_;  ///< index in kernels_, -1 while not run
   std::vector<Transfer> transfers_;
+  /// Per device, (time, bytes in use) with one entry per distinct time (the last wins).
+  std::vector<std::vector<std::pair<Seconds, Bytes>>> memory_;
 };
 
 }  // namespace gopt::simulator

@@ -55,6 +55,7 @@ class MemoryTracker {
   void release(DeviceId device, Bytes bytes) { used_[at(device)] -= bytes; }
 
   [[nodiscard]] Bytes peak_bytes(DeviceId device) const { return peak_[at(device)]; }
+  [[nodiscard]] Bytes used_bytes(DeviceId device) const { return used_[at(device)]; }
   [[nodiscard]] bool oom() const { return oom_device_ >= 0; }
   /// The first device over capacity, -1 when none.
   [[nodiscard]] DeviceId oom_device() const { return oom_device_; }

@@ -48,6 +48,15 @@ struct TransferEvent {
   Seconds end_s = 0;      ///< when the tensor is available on dst
 };
 
+/// The bytes in use on a device changed: an output allocated when its kernel starts, or
+/// tensors released when their last consumer finishes. The first event per device (at
+/// time 0) holds its resident parameters.
+struct MemoryEvent {
+  DeviceId device = 0;
+  Seconds time_s = 0;
+  Bytes in_use_bytes = 0;  ///< after the change
+};
+
 /// What a simulation runs on, handed to observers when it begins.
 struct SimulationContext {
   const core::CompiledGraph* graph = nullptr;
@@ -67,6 +76,8 @@ class SimulationObserver {
   virtual void on_kernel_end(const KernelEvent& /*kernel*/) {}
   virtual void on_transfer_start(const TransferEvent& /*transfer*/) {}
   virtual void on_transfer_end(const TransferEvent& /*transfer*/) {}
+  /// After on_simulation_begin: once per device with its parameters, then at every change.
+  virtual void on_memory(const MemoryEvent& /*memory*/) {}
   virtual void on_simulation_end(const SimulationResult& /*result*/) {}
 
  protected:

@@ -417,6 +417,7 @@ void StepModel::simulate(const core::Decision& decision, bool stop_on_oom,
   place_ = decision.placement ? decision.placement->data() : zero_placement_.data();
   priority_ = decision.priority ? decision.priority->data() : nullptr;
   observer_ = observer;
+  memory_observed_ = false;
   bool fused = false;
   if (decision.fusion) {
     fused = std::any_of(decision.fusion->begin(), decision.fusion->end(),
@@ -445,8 +446,11 @@ void StepModel::simulate(const core::Decision& decision, bool stop_on_oom,
   }
   for (DeviceId d = 0; d < num_devices_; ++d) allocate(d, params[at(d)]);
 
-  if (observer_)
+  if (observer_) {
     observer_->on_simulation_begin(SimulationContext{&graph_.graph(), &cluster_, &decision});
+    for (DeviceId d = 0; d < num_devices_; ++d) report_memory(d);
+    memory_observed_ = true;
+  }
   if (fused) {
     observer_ ? run<true, true>() : run<true, false>();
   } else {
@@ -470,6 +474,7 @@ void StepModel::simulate(const core::Decision& decision, bool stop_on_oom,
   result.bytes_moved = links_.write_link_results(network_, result.links);
   if (observer_) observer_->on_simulation_end(result);
   observer_ = nullptr;
+  memory_observed_ = false;
 }
 
 KernelEvent StepModel::kernel_event(std::int32_t task, DeviceId d) const {

@@ -99,8 +99,17 @@ class StepModel {
       changed_[at(num_changed_++)] = d;
     }
   }
-  void allocate(DeviceId d, Bytes bytes) { memory_.allocate(d, bytes, engine_.now()); }
-  void release(DeviceId d, Bytes bytes) { memory_.release(d, bytes); }
+  void allocate(DeviceId d, Bytes bytes) {
+    memory_.allocate(d, bytes, engine_.now());
+    if (memory_observed_) report_memory(d);
+  }
+  void release(DeviceId d, Bytes bytes) {
+    memory_.release(d, bytes);
+    if (memory_observed_) report_memory(d);
+  }
+  void report_memory(DeviceId d) const {
+    observer_->on_memory(MemoryEvent{d, engine_.now(), memory_.used_bytes(d)});
+  }
   [[nodiscard]] KernelEvent kernel_event(std::int32_t task, DeviceId d) const;
   [[nodiscard]] TransferEvent transfer_event(std::int32_t id) const;
 
@@ -126,6 +135,7 @@ class StepModel {
   const DeviceId* place_ = nullptr;
   const std::int32_t* priority_ = nullptr;
   SimulationObserver* observer_ = nullptr;
+  bool memory_observed_ = false;  // observer_ set and on_simulation_begin called
   std::vector<OpState> ops_;
   std::vector<Seconds> task_start_;  // observed runs only
   std::vector<Bytes> param_bytes_;   // per device

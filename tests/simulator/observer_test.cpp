@@ -69,7 +69,7 @@ TEST(ObserverTest, ChromeTraceNamesOpsFusedMembersAndFlows) {
   core::Decision d;
   d.placement = std::vector<core::DeviceId>{0, 1, 0};
   ChromeTraceWriter trace;
-  (void)sim.simulate(d, &trace);
+  const auto& r = sim.simulate(d, &trace);
   auto j = nlohmann::json::parse(trace.to_json());
   std::map<std::string, nlohmann::json> ops;
   std::map<std::int64_t, std::vector<nlohmann::json>> flows;
@@ -103,6 +103,23 @@ TEST(ObserverTest, ChromeTraceNamesOpsFusedMembersAndFlows) {
     EXPECT_EQ(chain[1]["pid"], 2);  // links
     EXPECT_TRUE(inside(chain[2], consumer)) << chain[2];
   }
+
+  // A memory counter per device: parameters (none here) at 0, then each allocation and
+  // release; a's 1000-byte output lives on gpu0 from its start until c, its last consumer
+  // there, finishes (b's copy of it goes to gpu1).
+  std::map<int, std::vector<std::pair<double, std::int64_t>>> memory;
+  for (const auto& ev : j["traceEvents"]) {
+    if (ev["ph"] == "C") {
+      memory[ev["pid"].get<int>()].emplace_back(ev["ts"].get<double>(),
+                                                ev["args"]["bytes"].get<std::int64_t>());
+    }
+  }
+  ASSERT_EQ(memory.size(), 2u);
+  EXPECT_EQ(memory[0].front(), (std::pair<double, std::int64_t>{0, 1000}));  // a starts at 0
+  EXPECT_EQ(memory[0].back().second, 0);  // everything released at the end
+  std::int64_t peak = 0;
+  for (const auto& [ts, bytes] : memory[0]) peak = std::max(peak, bytes);
+  EXPECT_EQ(peak, r.devices[0].peak_memory_bytes);
 
   // Fused on one device: one kernel listing its members with their summed FLOPs.
   core::Decision fused;
