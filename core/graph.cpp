@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <sstream>
 #include <tuple>
 #include <utility>
 
@@ -15,14 +16,52 @@ using Vertex = Graph::BoostGraph::vertex_descriptor;
 
 std::string node_location(const NodeAttrs& n) { return "node '" + n.name + "'"; }
 
+std::string number_text(double v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+
 void check_size(const std::string& source, const NodeAttrs& n, const char* field, Bytes value) {
-  if (value < 0 && value != kDerivedBytes) {
-    throw GraphError(
-        source, node_location(n),
-        std::string("field '") + field + "' must be >= 0, found " + std::to_string(value),
-        {n.name});
+  if (value == kDerivedBytes) return;
+  if (value < 0 || value > kMaxBytes) {
+    throw GraphError(source, node_location(n),
+                     std::string("field '") + field + "' must be in [0, " +
+                         std::to_string(kMaxBytes) + "] bytes (2^60), found " +
+                         std::to_string(value),
+                     {n.name});
   }
 }
+
+// a + b when it is at most kMaxBytes (both are in [0, kMaxBytes], so it cannot wrap).
+std::optional<Bytes> add_bytes(Bytes a, Bytes b) {
+  Bytes sum = a + b;
+  if (sum > kMaxBytes) return std::nullopt;
+  return sum;
+}
+
+// Running total of one size field over the whole graph; the node that takes it past
+// kMaxBytes is named.
+class GraphTotal {
+ public:
+  GraphTotal(const std::string& source, const char* field) : source_(source), field_(field) {}
+  void add(const NodeAttrs& n, Bytes value, const char* field = nullptr) {
+    auto sum = add_bytes(total_, value);
+    if (!sum) {
+      throw GraphError(source_, node_location(n),
+                       std::string("field '") + (field ? field : field_) +
+                           "': the graph's total of '" + field_ + "' exceeds " +
+                           std::to_string(kMaxBytes) + " bytes (2^60) at this node",
+                       {n.name});
+    }
+    total_ = *sum;
+  }
+
+ private:
+  const std::string& source_;
+  const char* field_;
+  Bytes total_ = 0;
+};
 
 // Names of the nodes on one cycle, in edge order, first node repeated at the end.
 // `remaining` are the nodes Kahn's algorithm could not order: each has a predecessor
@@ -95,9 +134,10 @@ void Graph::add_edge(NodeId src, NodeId dst, EdgeAttrs attrs) {
     throw GraphError("", node_location(node(src)), "an edge from a node to itself is a cycle",
                      {node(src).name, node(src).name});
   }
-  if (attrs.bytes < 0 && attrs.bytes != kDerivedBytes) {
+  if (attrs.bytes != kDerivedBytes && (attrs.bytes < 0 || attrs.bytes > kMaxBytes)) {
     throw GraphError("", "edge '" + node(src).name + "' -> '" + node(dst).name + "'",
-                     "field 'bytes' must be >= 0, found " + std::to_string(attrs.bytes));
+                     "field 'bytes' must be in [0, " + std::to_string(kMaxBytes) +
+                         "] bytes (2^60), found " + std::to_string(attrs.bytes));
   }
   boost::add_edge(static_cast<Vertex>(src), static_cast<Vertex>(dst), attrs, g_);
 }
@@ -128,43 +168,86 @@ std::int64_t num_elements(const Shape& shape) {
   return n;
 }
 
-void Graph::complete() {
-  // Output bytes first: edges and bytes_written derive from them.
+std::optional<std::int64_t> checked_num_elements(const Shape& shape, std::int64_t limit) {
+  std::int64_t n = 1;
+  for (auto d : shape) {
+    if (d < 0) return std::nullopt;
+    if (d == 0) return 0;  // a later huge dimension cannot make it non-zero
+  }
+  for (auto d : shape) {
+    if (__builtin_mul_overflow(n, d, &n) || n > limit) return std::nullopt;
+  }
+  return n;
+}
+
+void Graph::complete(const std::string& source) {
+  // Output bytes first: edges and bytes_written derive from them. Every derived size is
+  // checked against kMaxBytes, and so is each field's total over the graph, so that no
+  // later sum (a device's memory, the bytes a step moves) can overflow.
+  GraphTotal output_total(source, "output_bytes");
+  GraphTotal written_total(source, "bytes_written");
+  GraphTotal param_total(source, "param_bytes");
   for (NodeId v = 0; v < num_nodes(); ++v) {
     auto& n = mutable_node(v);
-    if (n.output_bytes == kDerivedBytes) {
+    {
+      // Checked even when output_bytes is given, so that num_elements() of any shape of a
+      // completed graph is representable.
+      const Bytes element_bytes = dtype_size_bytes(n.dtype);
       Bytes total = 0;
-      for (const auto& shape : n.output_shapes) {
-        total += num_elements(shape) * dtype_size_bytes(n.dtype);
+      for (std::size_t i = 0; i < n.output_shapes.size(); ++i) {
+        const auto& shape = n.output_shapes[i];
+        auto elements = checked_num_elements(shape, kMaxBytes / element_bytes);
+        std::optional<Bytes> sum;
+        if (elements) sum = add_bytes(total, *elements * element_bytes);
+        if (!sum) {
+          throw GraphError(source, node_location(n),
+                           "field 'shapes[" + std::to_string(i) + "]': the output bytes (" +
+                               std::to_string(element_bytes) +
+                               " bytes per element times the product of the dimensions) "
+                               "exceed " +
+                               std::to_string(kMaxBytes) + " bytes (2^60)",
+                           {n.name});
+        }
+        total = *sum;
       }
-      n.output_bytes = total;
+      if (n.output_bytes == kDerivedBytes) n.output_bytes = total;
     }
     if (n.bytes_written == kDerivedBytes) n.bytes_written = n.output_bytes;
+    output_total.add(n, n.output_bytes);
+    written_total.add(n, n.bytes_written);
+    param_total.add(n, n.param_bytes);
   }
+  GraphTotal edge_total(source, "edges.bytes");
   auto [e, end] = boost::edges(g_);
   for (; e != end; ++e) {
     auto& attrs = g_[*e];
     if (attrs.bytes == kDerivedBytes) {
       attrs.bytes = attrs.control ? 0 : g_[boost::source(*e, g_)].output_bytes;
     }
+    edge_total.add(g_[boost::target(*e, g_)], attrs.bytes, "bytes of an input edge");
   }
+  GraphTotal read_total(source, "bytes_read");
   for (NodeId v = 0; v < num_nodes(); ++v) {
     auto& n = mutable_node(v);
-    if (n.bytes_read != kDerivedBytes) continue;
-    Bytes total = 0;
-    auto [it, in_end] = boost::in_edges(static_cast<Vertex>(v), g_);
-    for (; it != in_end; ++it) total += g_[*it].bytes;
-    n.bytes_read = total;
+    if (n.bytes_read == kDerivedBytes) {
+      // At most the edge total, which was checked above.
+      Bytes total = 0;
+      auto [it, in_end] = boost::in_edges(static_cast<Vertex>(v), g_);
+      for (; it != in_end; ++it) total += g_[*it].bytes;
+      n.bytes_read = total;
+    }
+    read_total.add(n, n.bytes_read);
   }
 }
 
 void Graph::validate(const std::string& source) const {
   for (NodeId v = 0; v < num_nodes(); ++v) {
     const auto& n = node(v);
-    if (!std::isfinite(n.flops) || n.flops < 0) {
+    if (!std::isfinite(n.flops) || n.flops < 0 || n.flops > kMaxFlops) {
       throw GraphError(
           source, node_location(n),
-          "field 'flops' must be a finite number >= 0, found " + std::to_string(n.flops), {n.name});
+          "field 'flops' must be a finite number >= 0 and <= 1e30, found " + number_text(n.flops),
+          {n.name});
     }
     check_size(source, n, "bytes_read", n.bytes_read);
     check_size(source, n, "bytes_written", n.bytes_written);
@@ -343,7 +426,7 @@ GraphBuilder& GraphBuilder::attr(std::string key, std::string value) {
 
 Graph GraphBuilder::build() && {
   graph_.validate();
-  graph_.complete();
+  graph_.complete();  // GraphError without a source: built in code, not read from a file
   return std::move(graph_);
 }
 

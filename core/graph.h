@@ -32,6 +32,15 @@ using Shape = std::vector<std::int64_t>;
 /// bytes, its bytes read from its input edges, an edge's bytes from its producer.
 inline constexpr Bytes kDerivedBytes = INT64_MIN;
 
+/// The largest size a graph may hold, in bytes (2^60, 1 EiB): every given or derived size
+/// (a node's bytes read, written, output and parameter bytes, an edge's bytes, a shape's
+/// elements times its dtype size) and each field's total over the whole graph. Sums of a
+/// few such totals (a device's memory, the bytes a step moves) then fit in an int64.
+/// docs/graph-format.md "Limits".
+inline constexpr Bytes kMaxBytes = Bytes{1} << 60;
+/// The most FLOPs one op may have (1e30), so that any sum over a graph stays finite.
+inline constexpr Flops kMaxFlops = 1e30;
+
 /// Attributes of one op.
 struct NodeAttrs {
   std::string name;     ///< unique within the graph
@@ -105,12 +114,14 @@ class Graph {
   /// The underlying Boost graph, for Boost.Graph algorithms.
   [[nodiscard]] const BoostGraph& boost_graph() const { return g_; }
 
-  /// Replaces every kDerivedBytes with its derived default (see kDerivedBytes).
+  /// Replaces every kDerivedBytes with its derived default (see kDerivedBytes), with
+  /// checked arithmetic: a derived size above kMaxBytes, or a field whose total over the
+  /// graph is above it, throws GraphError naming `source`, the node and the field.
   /// Idempotent.
-  void complete();
+  void complete(const std::string& source = "");
 
-  /// Checks the whole graph: every size derived or non-negative, FLOPs finite and
-  /// non-negative, shapes non-negative, and no cycle. Throws GraphError naming `source`
+  /// Checks the whole graph: every size derived or in [0, kMaxBytes], FLOPs finite and
+  /// in [0, kMaxFlops], shapes non-negative, and no cycle. Throws GraphError naming `source`
   /// (a file name, or empty) and the node; for a cycle, the nodes on it in order.
   void validate(const std::string& source = "") const;
 
@@ -126,8 +137,14 @@ class Graph {
 /// edges (per source, in order). Used to check that reading and writing round-trips.
 [[nodiscard]] bool same_graph(const Graph& a, const Graph& b);
 
-/// Product of a shape's dimensions (1 for a scalar).
+/// Product of a shape's dimensions (1 for a scalar). The shape must be one a completed
+/// graph holds (its bytes are at most kMaxBytes); see checked_num_elements otherwise.
 [[nodiscard]] std::int64_t num_elements(const Shape& shape);
+
+/// Product of a shape's dimensions, or nullopt when a dimension is negative or the product
+/// is above `limit`.
+[[nodiscard]] std::optional<std::int64_t> checked_num_elements(const Shape& shape,
+                                                               std::int64_t limit = kMaxBytes);
 
 /// Builds a Graph with chained setters; `build()` completes and validates it.
 class GraphBuilder {

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "core/errors.h"
+#include "core/json_parse.h"
 #include "core/strings.h"
 
 namespace gopt::core {
@@ -77,6 +78,16 @@ class FieldReader {
     return as_integer(*j, field, min);
   }
 
+  // A size in bytes: absent (derived), or in [0, kMaxBytes].
+  Bytes size(const char* field, Bytes fallback) {
+    Bytes value = integer(field, fallback, 0);
+    if (value != kDerivedBytes && value > kMaxBytes) {
+      fail(field, "must be at most " + std::to_string(kMaxBytes) + " bytes (2^60), found " +
+                      std::to_string(value));
+    }
+    return value;
+  }
+
   std::int64_t as_integer(const Json& j, const char* field, std::int64_t min) const {
     return as_integer(
         j, [field] { return std::string(field); }, min);
@@ -86,7 +97,9 @@ class FieldReader {
   template <typename FieldName>
   std::int64_t as_integer(const Json& j, FieldName field, std::int64_t min) const {
     std::int64_t value = 0;
-    if (j.is_number_integer()) {
+    // is_number_integer() is true for unsigned numbers too: test unsigned first, or
+    // 18446744073709551615 would read as -1.
+    if (j.is_number_integer() && !j.is_number_unsigned()) {
       value = j.get<std::int64_t>();
     } else if (j.is_number_unsigned()) {
       auto u = j.get<std::uint64_t>();
@@ -222,13 +235,13 @@ NodeAttrs read_node(const Json& j, std::size_t index, const std::string& source)
     n.dtype = *d;
   }
   n.flops = r.number("flops", 0.0);
-  if (!std::isfinite(n.flops) || n.flops < 0) {
-    r.fail("flops", "must be a finite number >= 0, found " + std::to_string(n.flops));
+  if (!std::isfinite(n.flops) || n.flops < 0 || n.flops > kMaxFlops) {
+    r.fail("flops", "must be a finite number >= 0 and <= 1e30, found " + std::to_string(n.flops));
   }
-  n.bytes_read = r.integer("bytes_read", kDerivedBytes, 0);
-  n.bytes_written = r.integer("bytes_written", kDerivedBytes, 0);
-  n.output_bytes = r.integer("output_bytes", kDerivedBytes, 0);
-  n.param_bytes = r.integer("param_bytes", 0, 0);
+  n.bytes_read = r.size("bytes_read", kDerivedBytes);
+  n.bytes_written = r.size("bytes_written", kDerivedBytes);
+  n.output_bytes = r.size("output_bytes", kDerivedBytes);
+  n.param_bytes = r.size("param_bytes", 0);
   n.layer = static_cast<std::int32_t>(r.integer("layer", -1, -1));
   n.branch = static_cast<std::int32_t>(r.integer("branch", -1, -1));
   std::string phase = r.string("phase", false);
@@ -244,32 +257,10 @@ NodeAttrs read_node(const Json& j, std::size_t index, const std::string& source)
   return n;
 }
 
-std::string line_and_column(std::string_view text, std::size_t byte) {
-  std::size_t line = 1;
-  std::size_t column = 1;
-  for (std::size_t i = 0; i < byte && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      column = 1;
-    } else {
-      ++column;
-    }
-  }
-  return "line " + std::to_string(line) + ", column " + std::to_string(column);
-}
-
 }  // namespace
 
 Graph parse_graph_json(std::string_view text, const std::string& source) {
-  Json doc;
-  try {
-    doc = Json::parse(text.begin(), text.end());
-  } catch (const Json::parse_error& e) {
-    std::string what = e.what();
-    auto pos = what.find("syntax error");
-    throw InputError(source, line_and_column(text, e.byte > 0 ? e.byte - 1 : 0),
-                     "invalid JSON: " + (pos == std::string::npos ? what : what.substr(pos)));
-  }
+  Json doc = parse_json_document(text, source);
   if (!doc.is_object()) {
     throw InputError(source, "",
                      "expected a JSON object at the top level, found " + type_name(doc));
@@ -328,7 +319,7 @@ Graph parse_graph_json(std::string_view text, const std::string& source) {
       std::string dst = r.string("dst", true);
       EdgeAttrs attrs;
       attrs.control = r.boolean("control", false);
-      attrs.bytes = r.integer("bytes", kDerivedBytes, 0);
+      attrs.bytes = r.size("bytes", kDerivedBytes);
       r.reject_unknown("");
       auto s = find(src);
       if (!s) r.fail("src", "unknown node '" + src + "'");
@@ -343,7 +334,7 @@ Graph parse_graph_json(std::string_view text, const std::string& source) {
   }
   top.reject_unknown("");
   graph.validate(source);
-  graph.complete();
+  graph.complete(source);
   return graph;
 }
 

@@ -5,6 +5,7 @@
 
 #include "core/errors.h"
 #include "core/graph_io.h"
+#include "core/json_parse.h"
 
 namespace gopt::simulator {
 namespace {
@@ -17,6 +18,10 @@ std::int32_t to_int32(const json& value, const std::string& source, const std::s
   if (!value.is_number_integer()) {
     throw core::InputError(source, field,
                            "expected an integer, found " + type_name(value) + " " + value.dump());
+  }
+  // Unsigned first: get<int64_t>() of 18446744073709551615 is -1.
+  if (value.is_number_unsigned() && value.get<std::uint64_t>() > INT32_MAX) {
+    throw core::InputError(source, field, "value " + value.dump() + " is out of range");
   }
   auto v = value.get<std::int64_t>();
   if (v < INT32_MIN || v > INT32_MAX) {
@@ -86,12 +91,7 @@ std::vector<std::int32_t> read_field(const json& root, const char* key, const st
 core::Decision parse_decision_json(std::string_view text, const std::string& source,
                                    const core::CompiledGraph& graph,
                                    const hardware::Cluster& cluster) {
-  json root;
-  try {
-    root = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw core::InputError(source, "", std::string("invalid JSON: ") + e.what());
-  }
+  json root = core::parse_json_document(text, source);
   if (!root.is_object()) {
     throw core::InputError(source, "", "expected a JSON object, found " + type_name(root));
   }

@@ -94,6 +94,48 @@ TEST(GraphIoTest, InvalidJsonNamesLineAndColumn) {
   expect_error("", {"invalid JSON"});
 }
 
+// Found by fuzzing (issue #32; the inputs are in tests/fuzz/corpus/graph_json/regression-*).
+TEST(GraphIoTest, UnrepresentableNumbersAreInputErrorsNamingTheField) {
+  // 1e400 ended as an internal error (exit 3) from inside nlohmann-json.
+  expect_error(doc(R"([{"name": "x", "op": "MatMul", "flops": 1e400}])"),
+               {"nodes[0] ('x').flops", "number overflow", "line 1"});
+  expect_error(doc(R"([{"name": "x", "op": "MatMul", "flops": 1e31}])"),
+               {"nodes[0] ('x').flops", "<= 1e30"});
+  expect_error(doc(R"([{"name": "x", "op": "Relu", "param_bytes": 18446744073709551615}])"),
+               {"param_bytes", "integer too large"});
+}
+
+TEST(GraphIoTest, ALoneSurrogateIsRejectedNamingTheNodeAndField) {
+  expect_error(doc(R"([{"name": "a", "op": "Relu"}, {"name": "b\udfff", "op": "Relu"}])"),
+               {"nodes[1].name", "surrogate", "valid as half of a pair"});
+  expect_error(doc(R"([{"name": "a", "op": "Relu\udfff"}])"), {"nodes[0] ('a').op", "surrogate"});
+  // A surrogate pair is a character like any other.
+  Graph g = parse_graph_json(doc(R"([{"name": "\ud83d\ude00", "op": "Relu"}])"), "pair.json");
+  EXPECT_EQ(g.node(0).name, "\xF0\x9F\x98\x80");
+}
+
+TEST(GraphIoTest, SizesThatWouldOverflowAreInputErrorsNamingNodeAndField) {
+  // The product of the dimensions wrapped around before: 'ok', then negative bytes_moved.
+  expect_error(doc(R"([{"name": "x", "op": "Placeholder", "shape": [2147483648, 2147483647]}])"),
+               {"node 'x'", "shapes[0]", "2^60"});
+  expect_error(doc(R"([{"name": "x", "op": "Placeholder", "shape": [0, 9223372036854775807]},
+              {"name": "y", "op": "Placeholder", "shapes": [[4], [3037000500, 3037000500]]}])"),
+               {"node 'y'", "shapes[1]"});
+  expect_error(doc(R"([{"name": "x", "op": "Relu", "output_bytes": 1152921504606846977}])"),
+               {"nodes[0] ('x').output_bytes", "at most 1152921504606846976"});
+  // Every field's total over the graph is bounded too: two outputs of 2^60 bytes.
+  expect_error(doc(R"([{"name": "a", "op": "Const", "output_bytes": 1152921504606846976},
+                       {"name": "b", "op": "Const", "output_bytes": 1152921504606846976}])"),
+               {"node 'b'", "output_bytes", "total"});
+  // At the limit is fine, and a zero dimension makes any other dimension harmless.
+  Graph g =
+      parse_graph_json(doc(R"([{"name": "a", "op": "Const", "shape": [0, 9223372036854775807]},
+              {"name": "b", "op": "Const", "dtype": "int8", "shape": [1073741824, 1073741824]}])"),
+                       "limit.json");
+  EXPECT_EQ(g.node(0).output_bytes, 0);
+  EXPECT_EQ(g.node(1).output_bytes, kMaxBytes);
+}
+
 TEST(GraphIoTest, WrongTopLevel) {
   expect_error("[1, 2]", {"expected a JSON object"});
   expect_error(R"({"version": 1, "name": "t", "nodes": []})", {"missing required field 'format'"});
