@@ -3,6 +3,8 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <iomanip>
+#include <sstream>
 #include <stdexcept>
 
 #include "core/errors.h"
@@ -74,7 +76,42 @@ bool well_typed(OptionType type, const std::string& text) {
   return false;
 }
 
+std::string number_text(double v) {
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  std::ostringstream out;
+  out << std::setprecision(12) << v;
+  return out.str();
+}
+
 }  // namespace
+
+std::string option_range_text(const OptionSpec& spec) {
+  if (spec.type != OptionType::kInt && spec.type != OptionType::kDouble) return "";
+  if (std::isinf(spec.min_value) && std::isinf(spec.max_value)) return "";
+  return (std::isinf(spec.min_value) ? "(" : "[") + number_text(spec.min_value) + ", " +
+         number_text(spec.max_value) + (std::isinf(spec.max_value) ? ")" : "]");
+}
+
+std::string option_value_problem(const OptionSpec& spec, const std::string& value) {
+  if (!well_typed(spec.type, value)) {
+    return std::string("expected ") + type_name(spec.type) + ", found '" + value + "'";
+  }
+  double v = 0;
+  if (spec.type == OptionType::kInt) {
+    std::int64_t i = 0;
+    parse_int(value, &i);
+    v = static_cast<double>(i);
+  } else if (spec.type == OptionType::kDouble) {
+    parse_double(value, &v);
+  } else {
+    return "";
+  }
+  if (v < spec.min_value || v > spec.max_value) {
+    return std::string("expected ") + type_name(spec.type) + " in " + option_range_text(spec) +
+           ", found '" + value + "'";
+  }
+  return "";
+}
 
 AgentOptions::AgentOptions(const std::string& agent, const std::vector<OptionSpec>& specs,
                            const std::map<std::string, std::string>& given,
@@ -97,10 +134,8 @@ AgentOptions::AgentOptions(const std::string& agent, const std::vector<OptionSpe
                                  (names.empty() ? "; '" + agent + "' takes no options"
                                                 : "; valid options: " + core::join(names)));
     }
-    if (!well_typed(spec->type, value)) {
-      throw core::InputError(
-          source, where,
-          std::string("expected ") + type_name(spec->type) + ", found '" + value + "'");
+    if (auto problem = option_value_problem(*spec, value); !problem.empty()) {
+      throw core::InputError(source, where, problem);
     }
     values_[key] = value;
   }
@@ -140,8 +175,8 @@ const std::string& AgentOptions::get_string(const std::string& name) const { ret
 void AgentRegistry::add(AgentInfo info) {
   if (contains(info.name)) throw std::logic_error("agent registered twice: " + info.name);
   for (const auto& spec : info.options) {
-    GOPT_ASSERT(well_typed(spec.type, spec.default_value),
-                "default of " + info.name + "." + spec.name + " does not parse");
+    GOPT_ASSERT(option_value_problem(spec, spec.default_value).empty(),
+                "default of " + info.name + "." + spec.name + " does not parse or is out of range");
   }
   agents_.push_back(std::move(info));
 }
@@ -173,6 +208,7 @@ std::unique_ptr<Agent> AgentRegistry::create(const std::string& name,
                                              const std::string& source) const {
   const AgentInfo& entry = info(name, source);
   AgentOptions resolved(name, entry.options, options, source);
+  if (entry.check_options) entry.check_options(resolved);
   return entry.factory(resolved);
 }
 

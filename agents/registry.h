@@ -9,9 +9,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "agents/agent.h"
@@ -21,13 +23,42 @@ namespace gopt::agents {
 enum class OptionType { kInt, kDouble, kBool, kString };
 
 /// One option an agent accepts. Values travel as text (from YAML or the command line)
-/// and are checked against `type` when the agent is created.
+/// and are checked against `type` and the range [min_value, max_value] (numbers only)
+/// when a config loads and when the agent is created. Every numeric option has a finite
+/// range: one that bounds the work a job can ask for (layers, samples, epochs), so that a
+/// typo cannot crash the process or run for ever.
+///
+///   {"heads", OptionType::kInt, "2", "attention heads", 1, 64}
 struct OptionSpec {
+  OptionSpec() = default;
+  OptionSpec(std::string option_name, OptionType option_type, std::string default_text,
+             std::string what, double min = -std::numeric_limits<double>::infinity(),
+             double max = std::numeric_limits<double>::infinity())
+      : name(std::move(option_name)),
+        type(option_type),
+        default_value(std::move(default_text)),
+        description(std::move(what)),
+        min_value(min),
+        max_value(max) {}
+
   std::string name;
   OptionType type = OptionType::kString;
   std::string default_value;
-  std::string description;  ///< says the unit, the range and where the default comes from
+  std::string description;  ///< says the unit and where the default comes from
+  double min_value = -std::numeric_limits<double>::infinity();  ///< inclusive
+  double max_value = std::numeric_limits<double>::infinity();   ///< inclusive
 };
+
+/// The range of seed options: any 64-bit integer.
+inline constexpr double kMinSeedOption = -9223372036854775808.0;
+inline constexpr double kMaxSeedOption = 9223372036854775807.0;
+
+/// Why `value` is not valid for `spec` ("expected an integer in [1, 64], found '0'"), or
+/// "" when it is.
+[[nodiscard]] std::string option_value_problem(const OptionSpec& spec, const std::string& value);
+
+/// "[1, 64]", "[0, inf)" or "" (no range, strings and booleans), for listings.
+[[nodiscard]] std::string option_range_text(const OptionSpec& spec);
 
 /// An agent's options: every spec'd option with its given or default value, typed.
 class AgentOptions {
@@ -57,11 +88,28 @@ class AgentOptions {
 
 /// A registered agent.
 struct AgentInfo {
+  using Factory = std::function<std::unique_ptr<Agent>(const AgentOptions&)>;
+  using Check = std::function<void(const AgentOptions&)>;
+
+  AgentInfo() = default;
+  AgentInfo(std::string agent_name, std::string what, bool learns, std::vector<OptionSpec> specs,
+            Factory make, Check check = {})
+      : name(std::move(agent_name)),
+        description(std::move(what)),
+        learner(learns),
+        options(std::move(specs)),
+        factory(std::move(make)),
+        check_options(std::move(check)) {}
+
   std::string name;
   std::string description;  ///< one line; where the method comes from
   bool learner = false;
   std::vector<OptionSpec> options;
-  std::function<std::unique_ptr<Agent>(const AgentOptions&)> factory;
+  Factory factory;
+  /// Checks between options that ranges cannot express (GO: `hidden` a multiple of
+  /// `heads`); throws InputError through AgentOptions::reject. Run when a config loads
+  /// and before `factory`. Optional.
+  Check check_options;
 };
 
 class AgentRegistry {

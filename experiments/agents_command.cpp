@@ -45,6 +45,7 @@ int list_agents(bool as_json, CliContext& ctx) {
         j["options"].push_back({{"name", o.name},
                                 {"type", type_text(o.type)},
                                 {"default", o.default_value},
+                                {"range", agents::option_range_text(o)},
                                 {"description", o.description}});
       }
       out.push_back(std::move(j));
@@ -55,7 +56,9 @@ int list_agents(bool as_json, CliContext& ctx) {
   for (const auto& a : registry.agents()) {
     ctx.out << a.name << (a.learner ? "  [learner]" : "") << "\n    " << a.description << "\n";
     for (const auto& o : a.options) {
-      ctx.out << "      " << o.name << " (" << type_text(o.type) << ", default " << o.default_value
+      const std::string range = agents::option_range_text(o);
+      ctx.out << "      " << o.name << " (" << type_text(o.type)
+              << (range.empty() ? "" : " in " + range) << ", default " << o.default_value
               << "): " << o.description << "\n";
     }
   }

@@ -75,7 +75,7 @@ void register_simple_agents(AgentRegistry& registry) {
   registry.add({"single_device",
                 "TensorFlow's default: every op on one GPU, FIFO scheduling, no fusion",
                 false,
-                {{"device", OptionType::kInt, "0", "the device that runs every op"}},
+                {{"device", OptionType::kInt, "0", "the device that runs every op", 0, 1023}},
                 [](const AgentOptions& o) {
                   return std::make_unique<SingleDeviceAgent>(
                       static_cast<DeviceId>(o.get_int("device")));
@@ -88,7 +88,8 @@ void register_simple_agents(AgentRegistry& registry) {
   registry.add({"random",
                 "every op on a uniformly random device (colocation respected)",
                 false,
-                {{"seed", OptionType::kInt, "0", "mixed with the experiment seed"}},
+                {{"seed", OptionType::kInt, "0", "mixed with the experiment seed", kMinSeedOption,
+                  kMaxSeedOption}},
                 [](const AgentOptions& o) {
                   return std::make_unique<RandomAgent>(
                       static_cast<std::uint64_t>(o.get_int("seed")));

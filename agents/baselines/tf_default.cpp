@@ -170,8 +170,10 @@ void register_tf_default(AgentRegistry& registry) {
          "XLA-style rule-based fusion; false = TensorFlow without XLA (no fusion)"},
         {"max_fusion_operands", OptionType::kInt, "64",
          "most operands + outputs of one fused kernel, 0 = no limit (XLA GPU's "
-         "kMaxOperandsAndOutputsPerFusion)"},
-        {"max_fused_ops", OptionType::kInt, "0", "most ops in one fused kernel, 0 = no limit"}},
+         "kMaxOperandsAndOutputsPerFusion)",
+         0, 1e6},
+        {"max_fused_ops", OptionType::kInt, "0", "most ops in one fused kernel, 0 = no limit", 0,
+         1e6}},
        [](const AgentOptions& o) {
          const std::string& p = o.get_string("placement");
          TfPlacement placement = TfPlacement::kHumanExpert;

@@ -740,24 +740,25 @@ class GoAgent final : public TransferableAgent {
 std::vector<OptionSpec> policy_specs() {
   const GoPolicyOptions d;
   return {
-      {"hidden", OptionType::kInt, std::to_string(d.hidden()), "width of every hidden layer"},
+      {"hidden", OptionType::kInt, std::to_string(d.hidden()), "width of every hidden layer", 1,
+       4096},
       {"kind_embedding", OptionType::kInt, std::to_string(d.kind_embedding()),
-       "op kind embedding size"},
+       "op kind embedding size", 1, 1024},
       {"sage_layers", OptionType::kInt, std::to_string(d.sage_layers()),
-       "GraphSAGE layers (hops over predecessors and successors)"},
+       "GraphSAGE layers (hops over predecessors and successors)", 1, 16},
       {"attention_layers", OptionType::kInt, std::to_string(d.attention_layers()),
-       "segment-recurrent attention layers"},
-      {"heads", OptionType::kInt, std::to_string(d.heads()), "attention heads"},
+       "segment-recurrent attention layers", 1, 16},
+      {"heads", OptionType::kInt, std::to_string(d.heads()), "attention heads", 1, 64},
       {"segment_length", OptionType::kInt, std::to_string(d.segment_length()),
-       "nodes per attention segment (each also attends to the previous one)"},
+       "nodes per attention segment (each also attends to the previous one)", 1, 4096},
       {"max_devices", OptionType::kInt, std::to_string(d.max_devices()),
-       "devices the placement head can address (smaller clusters are masked)"},
+       "devices the placement head can address (smaller clusters are masked)", 1, 1024},
       {"refine_passes", OptionType::kInt, std::to_string(d.refine_passes()),
-       "decision passes, each seeing the previous pass's placement (1: none)"},
+       "decision passes, each seeing the previous pass's placement (1: none)", 1, 16},
       {"modulation", OptionType::kBool, d.modulation() ? "true" : "false",
        "feature modulation by the graph embedding"},
       {"head_init_scale", OptionType::kDouble, text_of(d.head_init_scale()),
-       "scale of the placement head's random initialisation (sharper first policy)"},
+       "scale of the placement head's random initialisation (sharper first policy)", 0, 1000},
   };
 }
 
@@ -768,27 +769,32 @@ std::vector<OptionSpec> ppo_specs(double learning_rate = PpoOptions().learning_r
   d.imitation_coef = imitation_coef;
   return {
       {"samples_per_step", OptionType::kInt, std::to_string(d.samples_per_step),
-       "placements sampled per update"},
+       "placements sampled per update", 1, 4096},
       {"ppo_epochs", OptionType::kInt, std::to_string(d.epochs),
-       "optimisation passes over each batch of samples"},
-      {"learning_rate", OptionType::kDouble, text_of(d.learning_rate), "Adam learning rate"},
-      {"clip", OptionType::kDouble, text_of(d.clip), "PPO ratio clip range"},
-      {"value_coef", OptionType::kDouble, text_of(d.value_coef), "weight of the value loss"},
-      {"entropy_coef", OptionType::kDouble, text_of(d.entropy_coef), "weight of the entropy bonus"},
-      {"grad_clip", OptionType::kDouble, text_of(d.grad_clip), "max global gradient norm"},
+       "optimisation passes over each batch of samples", 1, 100},
+      {"learning_rate", OptionType::kDouble, text_of(d.learning_rate), "Adam learning rate", 0, 10},
+      {"clip", OptionType::kDouble, text_of(d.clip), "PPO ratio clip range", 0, 10},
+      {"value_coef", OptionType::kDouble, text_of(d.value_coef), "weight of the value loss", 0,
+       1000},
+      {"entropy_coef", OptionType::kDouble, text_of(d.entropy_coef), "weight of the entropy bonus",
+       0, 1000},
+      {"grad_clip", OptionType::kDouble, text_of(d.grad_clip), "max global gradient norm", 0, 1e6},
       {"oom_reward", OptionType::kDouble, text_of(d.oom_reward),
-       "reward of an out-of-memory placement (valid ones: -sqrt(step time / reference))"},
+       "reward of an out-of-memory placement (valid ones: -sqrt(step time / reference))", -1e6,
+       1e6},
       {"evaluate_greedy", OptionType::kBool, d.evaluate_greedy ? "true" : "false",
        "also simulate the greedy placement every update"},
       {"imitation_coef", OptionType::kDouble, text_of(d.imitation_coef),
-       "weight of the log-likelihood of the best decision found so far (self-imitation; 0: off)"},
+       "weight of the log-likelihood of the best decision found so far (self-imitation; 0: off)", 0,
+       1000},
       {"imitation_cap", OptionType::kDouble, text_of(d.imitation_cap),
-       "self-imitation stops raising an op's probability of its best action at this value"},
+       "self-imitation stops raising an op's probability of its best action at this value", 0, 1},
       {"exploration_block", OptionType::kInt, std::to_string(d.exploration_block),
-       "consecutive topological positions sharing exploration noise (1: independent)"},
+       "consecutive topological positions sharing exploration noise (1: independent)", 1, 1e6},
       {"layer_exploration", OptionType::kBool, d.layer_exploration ? "true" : "false",
        "every other sample shares exploration noise per layer attribute"},
-      {"seed", OptionType::kInt, "0", "mixed with the experiment seed"},
+      {"seed", OptionType::kInt, "0", "mixed with the experiment seed", kMinSeedOption,
+       kMaxSeedOption},
   };
 }
 
@@ -807,25 +813,45 @@ void read_policy(const AgentOptions& o, GoPolicyOptions& p) {
 
 void read_ppo(const AgentOptions& o, GoOptions& g);
 
+// Checks between options that the specs' ranges cannot express; run when a config loads
+// (AgentInfo::check_options), before any job starts.
+void check_policy(const AgentOptions& o) {
+  if (o.get_int("hidden") % o.get_int("heads") != 0) {
+    o.reject("heads", "expected a divisor of hidden (" + std::to_string(o.get_int("hidden")) + ")");
+  }
+}
+void check_ppo(const AgentOptions& o) {
+  if (!(o.get_double("imitation_cap") > 0)) {
+    o.reject("imitation_cap", "expected a probability in (0, 1]");
+  }
+}
+void check_policy_ppo(const AgentOptions& o) {
+  check_policy(o);
+  check_ppo(o);
+}
+
 std::vector<OptionSpec> task_specs() {
   const GoPolicyOptions d;
   return {
       {"priority_levels", OptionType::kInt, std::to_string(d.priority_levels()),
-       "scheduling: priority levels per op (higher runs first among ready ops)"},
+       "scheduling: priority levels per op (higher runs first among ready ops)", 1, 1024},
       {"fusion_levels", OptionType::kInt, std::to_string(d.fusion_levels()),
-       "fusion: fusion priority levels per op (0: never fuse; higher merges first)"},
+       "fusion: fusion priority levels per op (0: never fuse; higher merges first)", 1, 1024},
       {"default_placement", OptionType::kString, "human_expert",
        "placement when the agent does not decide it, as tf_default: human_expert or "
        "single_device"},
       {"placement_prior", OptionType::kDouble, "0",
        "placement variants: logit bonus for each op's default_placement device (0: start "
-       "from random placements; 4: start near the default)"},
+       "from random placements; 4: start near the default)",
+       -100, 100},
       {"priority_prior", OptionType::kDouble, "0",
        "scheduling variants: logit bonus for one middle priority level for every op, the "
-       "FIFO schedule (0: start from random priorities)"},
+       "FIFO schedule (0: start from random priorities)",
+       -100, 100},
       {"fusion_prior", OptionType::kDouble, "0",
        "fusion variants: logit bonus for the top fusion level on the ops XLA-style fusion "
-       "fuses and level 0 on the others (0: start from random fusion priorities)"},
+       "fuses and level 0 on the others (0: start from random fusion priorities)",
+       -100, 100},
   };
 }
 
@@ -979,12 +1005,13 @@ void register_go(AgentRegistry& registry) {
       {"checkpoint", OptionType::kString, "",
        "checkpoint file to write after pretraining (gopt run: next to the results file)"},
       {"graphs_per_batch", OptionType::kInt, std::to_string(d.graphs_per_batch),
-       "graphs trained together, round robin (0: all)"},
+       "graphs trained together, round robin (0: all)", 0, 1e6},
       {"switch_steps", OptionType::kInt, std::to_string(d.switch_steps),
-       "updates on one batch of graphs before the next (paper: 1000)"},
+       "updates on one batch of graphs before the next (paper: 1000)", 1, 1e9},
       {"validate_every", OptionType::kInt, std::to_string(d.validate_every),
        "with validation workloads (pretrain_validation: true): updates between two checks of "
-       "the zero-shot placements on them; the checkpoint keeps the best-checked policy"},
+       "the zero-shot placements on them; the checkpoint keeps the best-checked policy",
+       1, 1e9},
   };
   const std::vector<OptionSpec> checkpoint_in = {
       {"checkpoint", OptionType::kString, "",
@@ -992,13 +1019,14 @@ void register_go(AgentRegistry& registry) {
   };
   const std::vector<OptionSpec> finetune = {
       {"finetune_steps", OptionType::kInt, std::to_string(d.finetune_steps),
-       "at most this many fine-tuning updates, whatever the budget (paper: under 50)"},
+       "at most this many fine-tuning updates, whatever the budget (paper: under 50)", 0, 1e9},
   };
 
   const std::vector<OptionSpec> oversize = {
       {"oversize_learning_rate", OptionType::kDouble, text_of(kSearchLearningRate),
        "Adam learning rate on a graph that runs out of memory on one device (0: learning_rate "
-       "everywhere)"},
+       "everywhere)",
+       0, 10},
   };
 
   registry.add(
@@ -1017,7 +1045,8 @@ void register_go(AgentRegistry& registry) {
            o.reject("oversize_learning_rate", "expected 0 (off) or a positive rate");
          }
          return make_go_agent(g);
-       }});
+       },
+       check_policy_ppo});
   registry.add({"go_pretrain",
                 "GO pretrained on a set of graphs (the experiment's training graphs), writes "
                 "a checkpoint",
@@ -1035,21 +1064,25 @@ void register_go(AgentRegistry& registry) {
                     o.reject("validate_every", "expected a positive number of updates");
                   }
                   return make_go_agent(g);
-                }});
-  registry.add(
-      {"go_finetune", "GO pretrained (checkpoint), fine-tuned with PPO on a held-out graph", true,
-       concat(ppo_specs(kSearchLearningRate), checkpoint_in, finetune), [](const AgentOptions& o) {
-         GoOptions g;
-         g.mode = GoMode::kFinetune;
-         read_ppo(o, g);
-         g.checkpoint = o.get_string("checkpoint");
-         g.finetune_steps = std::max<std::int64_t>(0, o.get_int("finetune_steps"));
-         return make_go_agent(g);
-       }});
+                },
+                check_policy_ppo});
+  registry.add({"go_finetune",
+                "GO pretrained (checkpoint), fine-tuned with PPO on a held-out graph", true,
+                concat(ppo_specs(kSearchLearningRate), checkpoint_in, finetune),
+                [](const AgentOptions& o) {
+                  GoOptions g;
+                  g.mode = GoMode::kFinetune;
+                  read_ppo(o, g);
+                  g.checkpoint = o.get_string("checkpoint");
+                  g.finetune_steps = std::max<std::int64_t>(0, o.get_int("finetune_steps"));
+                  return make_go_agent(g);
+                },
+                check_ppo});
   const std::vector<OptionSpec> zero_shot = {
       {"memory_repairs", OptionType::kInt, std::to_string(d.memory_repairs),
        "when the greedy placement runs out of memory, at most this many re-placements that "
-       "move the ops the policy is least sure of off the full devices (0: greedy only)"},
+       "move the ops the policy is least sure of off the full devices (0: greedy only)",
+       0, 1e6},
   };
   registry.add({"go_zero_shot",
                 "GO pretrained (checkpoint), applied greedily to a held-out graph with no "
@@ -1085,7 +1118,8 @@ void register_go(AgentRegistry& registry) {
                   true, concat(policy_specs(), ppo_specs(kSearchLearningRate), task_specs()),
                   [v](const AgentOptions& o) {
                     return make_go_agent(read_multitask(o, v.name, v.place, v.schedule, v.fuse));
-                  }});
+                  },
+                  check_policy_ppo});
   }
 }
 

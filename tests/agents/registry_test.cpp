@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "core/errors.h"
 #include "tests/support/expect_error.h"
 
@@ -34,6 +36,37 @@ TEST(RegistryTest, UnknownAgentListsValidNamesWithASuggestion) {
   EXPECT_NE(message.find("unknown agent (did you mean 'round_robin'?)"), std::string::npos)
       << message;
   EXPECT_NE(message.find("single_device"), std::string::npos) << message;
+}
+
+// Issue #32: every numeric option has a documented, finite range (shown by `gopt agents`)
+// that holds its default; values outside it are errors naming the option.
+TEST(RegistryTest, EveryNumericOptionHasAFiniteRangeHoldingItsDefault) {
+  auto r = builtin();
+  for (const auto& a : r.agents()) {
+    for (const auto& o : a.options) {
+      if (o.type != OptionType::kInt && o.type != OptionType::kDouble) continue;
+      EXPECT_TRUE(std::isfinite(o.min_value) && std::isfinite(o.max_value))
+          << a.name << "." << o.name << " has no finite range";
+      EXPECT_EQ(option_value_problem(o, o.default_value), "") << a.name << "." << o.name;
+      EXPECT_FALSE(option_range_text(o).empty()) << a.name << "." << o.name;
+    }
+  }
+}
+
+TEST(RegistryTest, OptionsOutsideTheirRangesAreErrors) {
+  auto r = builtin();
+  auto heads = error_of([&] { (void)r.create("go_one", {{"heads", "0"}}, "exp.yaml"); });
+  EXPECT_EQ(heads, "exp.yaml: agents.go_one.heads: expected an integer in [1, 64], found '0'");
+  auto divisor = error_of([&] { (void)r.create("go_one", {{"heads", "3"}}, "exp.yaml"); });
+  EXPECT_EQ(divisor, "exp.yaml: agents.go_one.heads: expected a divisor of hidden (64), found '3'");
+  auto samples = error_of([&] {
+    (void)r.create("hdp", {{"samples_per_step", "2147483648"}}, "exp.yaml");
+  });
+  EXPECT_NE(samples.find("[1, 4096]"), std::string::npos) << samples;
+  auto huge = error_of([&] { (void)r.create("random", {{"seed", "99999999999999999999"}}); });
+  EXPECT_NE(huge.find("expected an integer"), std::string::npos) << huge;
+  EXPECT_NO_THROW((void)r.create("random", {{"seed", "-9223372036854775808"}}));
+  EXPECT_NO_THROW((void)r.create("hdp", {{"samples_per_step", "4096"}}));
 }
 
 TEST(RegistryTest, UnknownOptionAndBadValueAreErrors) {

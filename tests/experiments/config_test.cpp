@@ -193,6 +193,40 @@ table: placment
       << all;
 }
 
+// Issue #32: these crashed (heads: 0, SIGFPE) or ran for ever; each is now a problem found
+// when the config loads, before any job starts, naming the option and its range.
+TEST_F(ConfigTest, AgentOptionsOutsideTheirRangesStopTheConfig) {
+  auto p = problems(R"(name: demo
+hardware: p100x2_pcie
+seeds: [1]
+workloads: [rnnlm_2]
+agents:
+  - {name: go_one, options: {heads: 0, sage_layers: 100000, attention_layers: 100000}}
+  - {name: go_x, agent: go_one, options: {refine_passes: 100000, ppo_epochs: 100000}}
+  - {name: hdp, options: {samples_per_step: 2147483648, device_embedding: 100000}}
+  - {name: go_y, agent: go_one, options: {hidden: 64, heads: 3}}
+)");
+  std::string all;
+  for (const auto& x : p) all += x.text() + "\n";
+  for (const char* expected :
+       {"agents[0].options.heads: expected an integer in [1, 64], found '0'",
+        "agents[0].options.sage_layers: expected an integer in [1, 16], found '100000'",
+        "agents[0].options.attention_layers: expected an integer in [1, 16], found '100000'",
+        "agents[1].options.refine_passes: expected an integer in [1, 16], found '100000'",
+        "agents[1].options.ppo_epochs: expected an integer in [1, 100], found '100000'",
+        "agents[2].options.samples_per_step: expected an integer in [1, 4096], found "
+        "'2147483648'",
+        "agents[2].options.device_embedding: expected an integer in [1, 1024], found '100000'",
+        "agents[3].options.heads: expected a divisor of hidden (64), found '3'"}) {
+    EXPECT_NE(all.find(expected), std::string::npos) << "missing: " << expected << "\n" << all;
+  }
+  // --set values are checked the same way.
+  auto s = problems(kGood, {"agents.hdp.options.lr_decay_steps=0"});
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].field, "agents[1].options.lr_decay_steps");
+  EXPECT_EQ(s[0].message, "expected an integer in [1, 1000000000], found '0'");
+}
+
 TEST_F(ConfigTest, DuplicateLabelsAndMissingFiles) {
   auto p = problems(R"(name: demo
 hardware: no_such_profile
