@@ -1,6 +1,9 @@
 #include "experiments/hdf5_sink.h"
 
+#include <fcntl.h>
 #include <hdf5.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -39,6 +42,8 @@ class Handle {
   }
   [[nodiscard]] hid_t get() const { return id_; }
   [[nodiscard]] bool valid() const { return id_ >= 0; }
+  /// Gives up ownership (to close it with a checked call).
+  hid_t release() { return std::exchange(id_, -1); }
 
  private:
   hid_t id_ = -1;
@@ -67,6 +72,104 @@ Handle string_type() {
   return t;
 }
 
+// --- content digests -------------------------------------------------------------------
+
+// FNV-1a (64-bit) over a result's values as written. HDF5 checksums its metadata (with
+// the libver bounds of write_access) but not raw data or the global heap of variable-length
+// strings; the digest catches damage there, which would otherwise read back as wrong
+// numbers or names.
+class Digest {
+ public:
+  void bytes(const void* data, std::size_t size) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (std::size_t i = 0; i < size; ++i) {
+      hash_ = (hash_ ^ p[i]) * 1099511628211ULL;
+    }
+  }
+  void u64(std::uint64_t v) { bytes(&v, sizeof v); }
+  void i64(std::int64_t v) { bytes(&v, sizeof v); }
+  void f64(double v) { bytes(&v, sizeof v); }
+  void str(const std::string& v) {
+    u64(v.size());
+    bytes(v.data(), v.size());
+  }
+  template <typename T>
+  void values(const std::vector<T>& v) {
+    u64(v.size());
+    for (const auto& x : v) bytes(&x, sizeof x);
+  }
+  void strings(const std::map<std::string, std::string>& m) {
+    u64(m.size());
+    for (const auto& [k, v] : m) {
+      str(k);
+      str(v);
+    }
+  }
+  [[nodiscard]] std::uint64_t value() const { return hash_; }
+
+ private:
+  std::uint64_t hash_ = 14695981039346656037ULL;
+};
+
+std::uint64_t result_digest(const RunResult& r) {
+  Digest d;
+  d.str(r.key.workload);
+  d.str(r.key.agent);
+  d.u64(r.key.seed);
+  d.i64(r.order);
+  d.str(r.agent_type);
+  d.i64(r.learner);
+  d.i64(r.held_out);
+  d.str(r.graph);
+  d.str(r.hardware);
+  d.u64(r.problem_seed);
+  d.i64(r.num_nodes);
+  d.i64(r.num_devices);
+  d.f64(r.best_step_time_s);
+  d.i64(r.oom);
+  d.i64(r.oom_device);
+  d.f64(r.lower_bound_critical_path_s);
+  d.f64(r.lower_bound_work_s);
+  d.i64(r.bytes_moved);
+  d.f64(r.wall_s);
+  d.i64(r.samples);
+  d.strings(r.options);
+  d.strings(r.resolved_options);
+  if (r.measured_step_time_s >= 0) {
+    d.f64(r.measured_step_time_s);
+    d.str(r.measured_backend);
+    d.f64(r.measured_spread);
+    d.str(r.op_times);
+    d.i64(r.op_times_in_sample);
+  }
+  for (const auto* field : {&r.decision.placement, &r.decision.priority, &r.decision.fusion}) {
+    d.i64(field->has_value());
+    if (*field) d.values(**field);
+  }
+  d.values(r.device_busy_s);
+  d.values(r.device_peak_memory_bytes);
+  if (r.learner) {
+    d.u64(r.learning_curve.size());
+    for (const auto& p : r.learning_curve) {
+      d.i64(p.step);
+      d.i64(p.samples);
+      d.f64(p.best_step_time_s);
+      d.f64(p.mean_step_time_s);
+      d.f64(p.wall_s);
+    }
+  }
+  return d.value();
+}
+
+std::uint64_t metadata_digest(const RunMetadata& m) {
+  Digest d;
+  for (const auto* v : {&m.experiment, &m.table, &m.config_source, &m.config_yaml, &m.gopt_version,
+                        &m.git_revision, &m.host, &m.start_time, &m.cpu_numerics}) {
+    d.str(*v);
+  }
+  return d.value();
+}
+
 // --- writing -------------------------------------------------------------------------
 
 class Writer {
@@ -74,12 +177,18 @@ class Writer {
   Writer(std::string file, hid_t object, std::string object_name)
       : file_(std::move(file)), object_(object), name_(std::move(object_name)) {}
 
+  // Fixed-length strings: stored inside the attribute's own header message, which HDF5
+  // checksums. Variable-length ones live in the global heap, which it does not, and
+  // HDF5 1.10 crashed in H5HG_read on a damaged heap (found by the damaged-file test).
   void attr(const char* key, const std::string& value) {
-    Handle type = string_type();
-    write_attr(key, type.get(), type.get(), [&](hid_t a, hid_t t) {
-      const char* p = value.c_str();
-      return H5Awrite(a, t, &p);
-    });
+    Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
+    H5Tset_size(type.get(), std::max<std::size_t>(1, value.size()));
+    H5Tset_strpad(type.get(), H5T_STR_NULLPAD);
+    H5Tset_cset(type.get(), H5T_CSET_UTF8);
+    std::string padded = value;
+    padded.resize(std::max<std::size_t>(1, value.size()), '\0');
+    write_attr(key, type.get(), type.get(),
+               [&](hid_t a, hid_t t) { return H5Awrite(a, t, padded.data()); });
   }
   void attr(const char* key, const char* value) { attr(key, std::string(value)); }
   void attr(const char* key, double value) {
@@ -134,7 +243,16 @@ class AttrReader {
   AttrReader(std::string file, hid_t object, std::string object_name)
       : file_(std::move(file)), object_(object), name_(std::move(object_name)) {}
 
-  [[nodiscard]] bool has(const char* key) const { return H5Aexists(object_, key) > 0; }
+  // Absent is false; unreadable (damaged metadata) is an error, never "absent".
+  [[nodiscard]] bool has(const char* key) const {
+    htri_t exists = H5Aexists(object_, key);
+    if (exists < 0) {
+      fail(file_, name_,
+           std::string("cannot read the attributes (looking for '") + key +
+               "'; the file is damaged)");
+    }
+    return exists > 0;
+  }
 
   std::string string(const char* key) const {
     Handle a = open(key);
@@ -149,9 +267,10 @@ class AttrReader {
       return s;
     }
     std::size_t size = H5Tget_size(type.get());
+    if (size == 0 || size > (std::size_t{1} << 30)) unreadable(key);
     std::string s(size, '\0');
-    Handle mem(H5Tcopy(H5T_C_S1), H5Tclose);
-    H5Tset_size(mem.get(), size);
+    // The file's own type (size, padding, character set), so nothing is converted.
+    Handle mem(H5Tcopy(type.get()), H5Tclose);
     if (H5Aread(a.get(), mem.get(), s.data()) < 0) unreadable(key);
     s.resize(std::strlen(s.c_str()));
     return s;
@@ -207,7 +326,12 @@ class AttrReader {
   std::string name_;
 };
 
-bool has_link(hid_t loc, const char* name) { return H5Lexists(loc, name, H5P_DEFAULT) > 0; }
+// Absent is false; an unreadable group index (damaged metadata) is an error.
+bool has_link(const std::string& file, hid_t loc, const char* name) {
+  htri_t exists = H5Lexists(loc, name, H5P_DEFAULT);
+  if (exists < 0) fail(file, name, "cannot read the group's index (the file is damaged)");
+  return exists > 0;
+}
 
 template <typename T>
 std::vector<T> read_dataset(const std::string& file, hid_t loc, const std::string& loc_name,
@@ -227,14 +351,22 @@ std::vector<T> read_dataset(const std::string& file, hid_t loc, const std::strin
   return values;
 }
 
-std::vector<std::string> member_names(hid_t group) {
+// The names of a group's members. A group whose index cannot be read is damaged: that is
+// an error, never an empty list (an empty list read as "No results" before).
+std::vector<std::string> member_names(const std::string& file, hid_t group,
+                                      const std::string& group_name) {
   H5G_info_t info{};
   std::vector<std::string> names;
-  if (H5Gget_info(group, &info) < 0) return names;
+  if (H5Gget_info(group, &info) < 0) {
+    fail(file, group_name, "cannot read the group's index (the file is damaged)");
+  }
   for (hsize_t i = 0; i < info.nlinks; ++i) {
     ssize_t n =
         H5Lget_name_by_idx(group, ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT);
-    if (n < 0) continue;
+    if (n < 0) {
+      fail(file, group_name,
+           "cannot read the name of member " + std::to_string(i) + " (the file is damaged)");
+    }
     std::string name(static_cast<std::size_t>(n) + 1, '\0');
     H5Lget_name_by_idx(group, ".", H5_INDEX_NAME, H5_ITER_INC, i, name.data(), name.size(),
                        H5P_DEFAULT);
@@ -278,7 +410,8 @@ Handle open_results(const std::string& file, unsigned flags) {
          "results format version " + std::to_string(version) + " is newer than this gopt reads (" +
              std::to_string(kResultsFormatVersion) + "); update gopt");
   }
-  if (!has_link(f.get(), "results")) fail(file, "/results", "missing group (truncated file?)");
+  if (!has_link(file, f.get(), "results"))
+    fail(file, "/results", "missing group (truncated file?)");
   return f;
 }
 
@@ -327,19 +460,19 @@ RunResult read_result(const std::string& file, hid_t group, const std::string& n
   };
   read_options("options", r.options);
   if (a.has("resolved_options")) read_options("resolved_options", r.resolved_options);
-  if (has_link(group, "decision")) {
+  if (has_link(file, group, "decision")) {
     Handle d = check(H5Gopen2(group, "decision", H5P_DEFAULT), H5Gclose, file, name + "/decision",
                      "cannot open the group");
     std::string dn = name + "/decision";
-    if (has_link(d.get(), "placement")) {
+    if (has_link(file, d.get(), "placement")) {
       r.decision.placement =
           read_dataset<std::int32_t>(file, d.get(), dn, "placement", H5T_NATIVE_INT32);
     }
-    if (has_link(d.get(), "priority")) {
+    if (has_link(file, d.get(), "priority")) {
       r.decision.priority =
           read_dataset<std::int32_t>(file, d.get(), dn, "priority", H5T_NATIVE_INT32);
     }
-    if (has_link(d.get(), "fusion")) {
+    if (has_link(file, d.get(), "fusion")) {
       r.decision.fusion = read_dataset<std::int32_t>(file, d.get(), dn, "fusion", H5T_NATIVE_INT32);
     }
   }
@@ -351,7 +484,7 @@ RunResult read_result(const std::string& file, hid_t group, const std::string& n
     r.device_peak_memory_bytes =
         read_dataset<std::int64_t>(file, d.get(), dn, "peak_memory_bytes", H5T_NATIVE_INT64);
   }
-  if (has_link(group, "learning_curve")) {
+  if (has_link(file, group, "learning_curve")) {
     Handle c = check(H5Gopen2(group, "learning_curve", H5P_DEFAULT), H5Gclose, file,
                      name + "/learning_curve", "cannot open the group");
     std::string cn = name + "/learning_curve";
@@ -367,6 +500,9 @@ RunResult read_result(const std::string& file, hid_t group, const std::string& n
     for (std::size_t i = 0; i < step.size(); ++i) {
       r.learning_curve.push_back({step[i], samples[i], best[i], mean[i], wall[i]});
     }
+  }
+  if (a.has("digest") && a.uint64("digest") != result_digest(r)) {  // absent before #32
+    fail(file, name, "the result's contents do not match its digest (the file is damaged)");
   }
   return r;
 }
@@ -385,128 +521,20 @@ RunMetadata read_metadata(const std::string& file, hid_t f) {
   m.host = text("host");
   m.start_time = text("start_time");
   m.cpu_numerics = text("cpu_numerics");
+  if (a.has("metadata_digest") && a.uint64("metadata_digest") != metadata_digest(m)) {
+    fail(file, "/", "the run's attributes do not match their digest (the file is damaged)");
+  }
   return m;
 }
 
-}  // namespace
-
-std::string result_group_name(const ResultKey& key) {
-  return key.workload + ":" + key.agent + ":" + std::to_string(key.seed);
-}
-
-struct Hdf5Sink::Impl {
-  std::filesystem::path path;
-  std::string file;  // path as text, for messages
-  std::mutex mutex;
-  Handle handle;
-  Handle results;
-  std::vector<ResultKey> existing;
-  std::string existing_config;
-
-  void flush() {
-    if (H5Fflush(handle.get(), H5F_SCOPE_GLOBAL) < 0) {
-      fail(file, "", "cannot flush the file (disk full?)");
-    }
-  }
-};
-
-Hdf5Sink::Hdf5Sink(std::filesystem::path path, Hdf5SinkOptions options)
-    : impl_(std::make_unique<Impl>()) {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  silence_hdf5();
-  impl_->path = std::move(path);
-  impl_->file = impl_->path.string();
-  const std::string& file = impl_->file;
-  std::error_code ec;
-  const bool exists = std::filesystem::exists(impl_->path, ec);
-  if (exists && options.open_mode == OpenMode::kCreate) {
-    fail(file, "",
-         "the results file exists; continue it with --resume, or replace it with --overwrite");
-  }
-  if (exists && options.open_mode == OpenMode::kResume) {
-    impl_->handle = open_results(file, H5F_ACC_RDWR);
-    impl_->results = check(H5Gopen2(impl_->handle.get(), "results", H5P_DEFAULT), H5Gclose, file,
-                           "/results", "cannot open the group");
-    AttrReader root(file, impl_->handle.get(), "/");
-    if (root.has("config")) impl_->existing_config = root.string("config");
-    for (const auto& name : member_names(impl_->results.get())) {
-      Handle g(H5Gopen2(impl_->results.get(), name.c_str(), H5P_DEFAULT), H5Gclose);
-      bool complete = false;
-      ResultKey key;
-      if (g.valid()) {
-        AttrReader a(file, g.get(), "/results/" + name);
-        try {
-          complete = a.has("complete") && a.int64("complete") == 1;
-          if (complete) key = {a.string("workload"), a.string("agent"), a.uint64("seed")};
-        } catch (const core::InputError&) {
-          complete = false;
-        }
-      }
-      g.reset();
-      if (complete) {
-        impl_->existing.push_back(key);
-      } else if (H5Ldelete(impl_->results.get(), name.c_str(), H5P_DEFAULT) < 0) {
-        fail(file, "/results/" + name, "cannot remove an incomplete result");
-      }
-    }
-    impl_->flush();
-    return;
-  }
-  if (impl_->path.has_parent_path()) {
-    std::filesystem::create_directories(impl_->path.parent_path(), ec);
-    if (ec) fail(file, "", "cannot create the directory (" + ec.message() + ")");
-  }
-  impl_->handle = check(H5Fcreate(file.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose,
-                        file, "", "cannot create the HDF5 file (directory writable?)");
-  Writer root(file, impl_->handle.get(), "/");
-  root.attr("format", std::string(kResultsFormatName));
-  root.attr("format_version", kResultsFormatVersion);
-  impl_->results =
-      check(H5Gcreate2(impl_->handle.get(), "results", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-            H5Gclose, file, "/results", "cannot create the group");
-  impl_->flush();
-}
-
-Hdf5Sink::~Hdf5Sink() {
-  try {
-    close();
-  } catch (...) {
-    // Destructors must not throw; close() errors were reported by an explicit close().
-  }
-}
-
-const std::vector<ResultKey>& Hdf5Sink::existing() const { return impl_->existing; }
-const std::string& Hdf5Sink::existing_config() const { return impl_->existing_config; }
-const std::filesystem::path& Hdf5Sink::path() const { return impl_->path; }
-
-void Hdf5Sink::begin(const RunMetadata& m) {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  if (!impl_->handle.valid()) fail(impl_->file, "", "the results file is closed");
-  silence_hdf5();
-  Writer root(impl_->file, impl_->handle.get(), "/");
-  AttrReader existing(impl_->file, impl_->handle.get(), "/");
-  if (!existing.has("start_time")) root.attr("start_time", m.start_time);
-  root.attr("last_start_time", m.start_time);
-  root.attr("experiment", m.experiment);
-  root.attr("table", m.table);
-  root.attr("config_source", m.config_source);
-  root.attr("config", m.config_yaml);
-  root.attr("gopt_version", m.gopt_version);
-  root.attr("git_revision", m.git_revision);
-  root.attr("host", m.host);
-  root.attr("cpu_numerics", m.cpu_numerics);
-  impl_->flush();
-}
-
-void Hdf5Sink::write(const RunResult& r) {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  const std::string& file = impl_->file;
-  if (!impl_->handle.valid()) fail(file, "", "the results file is closed");
-  silence_hdf5();
+// Writes one result group under `results` (replacing one with the same key); its
+// `complete` attribute is written last.
+void write_result_group(const std::string& file, hid_t results, const RunResult& r) {
   const std::string name = result_group_name(r.key);
   const std::string object = "/results/" + name;
-  hid_t results = impl_->results.get();
-  if (has_link(results, name.c_str())) H5Ldelete(results, name.c_str(), H5P_DEFAULT);
+  if (has_link(file, results, name.c_str()) && H5Ldelete(results, name.c_str(), H5P_DEFAULT) < 0) {
+    fail(file, object, "cannot replace the result group");
+  }
   Handle g = check(H5Gcreate2(results, name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
                    H5Gclose, file, object, "cannot create the result group");
   Writer w(file, g.get(), object);
@@ -586,18 +614,276 @@ void Hdf5Sink::write(const RunResult& r) {
     cw.dataset("mean_step_time_s", mean, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE);
     cw.dataset("wall_s", wall, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE);
   }
+  w.attr("digest", result_digest(r));
   // Written last: a group without it was interrupted mid-write and is not a result.
   w.attr("complete", static_cast<std::int64_t>(1));
-  g.reset();
-  impl_->flush();
+}
+
+// --- crash-safe updates ----------------------------------------------------------------
+
+// File access for files gopt writes: metadata with checksums (superblock v2 and object
+// headers of HDF5 1.8 and later), so that damage is detected when the file is read
+// instead of being followed; no HDF5 file lock (files are replaced by rename, see
+// Hdf5Sink::Impl::update, and serialized by the sink's own lock file).
+Handle write_access() {
+  Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+  H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V18, H5F_LIBVER_LATEST);
+  H5Pset_file_locking(fapl.get(), false, true);
+  return fapl;
+}
+
+// Forces a file's (or directory's) contents to disk; errors are reported as a full disk.
+void sync_path(const std::string& file, const std::filesystem::path& path, bool directory) {
+  int fd = ::open(path.c_str(), directory ? O_RDONLY | O_DIRECTORY : O_RDONLY);
+  if (fd < 0) {
+    if (directory) return;  // best effort on file systems that refuse
+    fail(file, "", "cannot reopen the file to sync it");
+  }
+  int rc = ::fsync(fd);
+  ::close(fd);
+  if (rc != 0 && !directory) fail(file, "", "cannot write the file to disk (disk full?)");
+}
+
+// Damaged-file wording shared by `--resume` and the reader.
+std::string refused_resume(const core::InputError& e) {
+  return e.problem() +
+         "; the file is damaged or not a gopt results file, and --resume left it untouched: "
+         "write to a new file (--out NEW.h5), or start this one again with --overwrite";
+}
+
+}  // namespace
+
+std::string result_group_name(const ResultKey& key) {
+  return key.workload + ":" + key.agent + ":" + std::to_string(key.seed);
+}
+
+// The results file is never modified in place. Every change (the first file, the run's
+// metadata, each result) is made on a copy, `<file>.tmp-<pid>`, which is closed, synced
+// and renamed over the file: a crash or SIGKILL at any moment leaves either the previous
+// file or the new one, each complete and readable. The copy costs a read and a write of
+// the file per result, small next to the seconds to hours a result takes.
+struct Hdf5Sink::Impl {
+  std::filesystem::path path;
+  std::string file;  // path as text, for messages
+  std::mutex mutex;
+  bool open = false;
+  bool dropped_incomplete = false;  // groups a killed older gopt left half-written
+  std::vector<ResultKey> existing;
+  std::string existing_config;
+  int lock_fd = -1;
+  std::filesystem::path lock_path;
+
+  // Takes `<file>.lock` (flock), so that two runs never write one file.
+  void lock() {
+    lock_path = path;
+    lock_path += ".lock";
+    lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (lock_fd < 0) fail(file, "", "cannot create the lock file " + lock_path.string());
+    if (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+      ::close(lock_fd);
+      lock_fd = -1;
+      fail(
+          file, "",
+          "another `gopt run` is writing this results file (" + lock_path.string() + " is locked)");
+    }
+  }
+  // Copies a killed writer left behind (`<file>.tmp-<pid>`); only the lock holder writes.
+  void remove_stale_copies() {
+    const auto dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+    const std::string prefix = path.filename().string() + ".tmp-";
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+      if (entry.path().filename().string().rfind(prefix, 0) == 0) {
+        std::filesystem::remove(entry.path(), ec);
+      }
+    }
+  }
+  void unlock() {
+    if (lock_fd < 0) return;
+    std::error_code ec;
+    std::filesystem::remove(lock_path, ec);
+    ::close(lock_fd);
+    lock_fd = -1;
+  }
+
+  std::filesystem::path temp_path() const {
+    auto tmp = path;
+    tmp += ".tmp-" + std::to_string(::getpid());
+    return tmp;
+  }
+
+  // Makes the copy's contents the file's: close, sync, rename, sync the directory.
+  void commit(Handle& f, const std::filesystem::path& tmp) {
+    if (H5Fclose(f.release()) < 0) fail(file, "", "cannot write the file (disk full?)");
+    sync_path(file, tmp, false);
+    std::error_code ec;
+    std::filesystem::rename(tmp, path, ec);
+    if (ec) fail(file, "", "cannot move the written file into place: " + ec.message());
+    auto dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+    sync_path(file, dir, true);
+  }
+
+  // A new, empty results file in place of whatever is at `path`.
+  void create() {
+    const auto tmp = temp_path();
+    struct RemoveOnError {
+      std::filesystem::path p;
+      bool armed = true;
+      ~RemoveOnError() {
+        std::error_code ec;
+        if (armed) std::filesystem::remove(p, ec);
+      }
+    } guard{tmp};
+    Handle fapl = write_access();
+    Handle f = check(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), H5Fclose, file,
+                     "", "cannot create the HDF5 file (directory writable?)");
+    Writer root(file, f.get(), "/");
+    root.attr("format", std::string(kResultsFormatName));
+    root.attr("format_version", kResultsFormatVersion);
+    check(H5Gcreate2(f.get(), "results", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose, file,
+          "/results", "cannot create the group");
+    commit(f, tmp);
+    guard.armed = false;
+  }
+
+  // Applies `change(file_id)` to a copy of the file and renames it into place.
+  template <typename Change>
+  void update(Change&& change) {
+    const auto tmp = temp_path();
+    struct RemoveOnError {
+      std::filesystem::path p;
+      bool armed = true;
+      ~RemoveOnError() {
+        std::error_code ec;
+        if (armed) std::filesystem::remove(p, ec);
+      }
+    } guard{tmp};
+    std::error_code ec;
+    std::filesystem::copy_file(path, tmp, std::filesystem::copy_options::overwrite_existing, ec);
+    if (ec) fail(file, "", "cannot copy the file to update it: " + ec.message());
+    Handle fapl = write_access();
+    Handle f = check(H5Fopen(tmp.c_str(), H5F_ACC_RDWR, fapl.get()), H5Fclose, file, "",
+                     "cannot open the HDF5 file for writing");
+    if (!dropped_incomplete) {
+      Handle results = check(H5Gopen2(f.get(), "results", H5P_DEFAULT), H5Gclose, file, "/results",
+                             "cannot open the group");
+      for (const auto& name : member_names(file, results.get(), "/results")) {
+        Handle g(H5Gopen2(results.get(), name.c_str(), H5P_DEFAULT), H5Gclose);
+        AttrReader a(file, g.get(), "/results/" + name);
+        const bool complete = g.valid() && a.has("complete") && a.int64("complete") == 1;
+        g.reset();
+        if (!complete && H5Ldelete(results.get(), name.c_str(), H5P_DEFAULT) < 0) {
+          fail(file, "/results/" + name, "cannot remove an incomplete result");
+        }
+      }
+    }
+    change(f.get());
+    commit(f, tmp);
+    guard.armed = false;
+    dropped_incomplete = true;
+  }
+};
+
+Hdf5Sink::Hdf5Sink(std::filesystem::path path, Hdf5SinkOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  silence_hdf5();
+  impl_->path = std::move(path);
+  impl_->file = impl_->path.string();
+  const std::string& file = impl_->file;
+  std::error_code ec;
+  const bool exists = std::filesystem::exists(impl_->path, ec);
+  if (exists && options.open_mode == OpenMode::kCreate) {
+    fail(file, "",
+         "the results file exists; continue it with --resume, or replace it with --overwrite");
+  }
+  if (exists && options.open_mode == OpenMode::kResume) {
+    // Read-only first: the whole file is checked (structure, schema version, every result
+    // group) before anything is written, and a file that fails is left as it was.
+    impl_->lock();
+    impl_->remove_stale_copies();
+    ResultsFile existing;
+    try {
+      existing = read_results_file(impl_->path);
+    } catch (const core::InputError& e) {
+      impl_->unlock();
+      throw core::InputError(file, e.location(), refused_resume(e));
+    }
+    for (const auto& r : existing.results) impl_->existing.push_back(r.key);
+    impl_->existing_config = existing.metadata.config_yaml;
+    impl_->open = true;
+    return;
+  }
+  if (impl_->path.has_parent_path()) {
+    std::filesystem::create_directories(impl_->path.parent_path(), ec);
+    if (ec) fail(file, "", "cannot create the directory (" + ec.message() + ")");
+  }
+  impl_->lock();
+  try {
+    impl_->create();
+  } catch (...) {
+    impl_->unlock();
+    throw;
+  }
+  impl_->dropped_incomplete = true;
+  impl_->open = true;
+}
+
+Hdf5Sink::~Hdf5Sink() {
+  try {
+    close();
+  } catch (...) {
+    // Destructors must not throw; close() errors were reported by an explicit close().
+  }
+}
+
+const std::vector<ResultKey>& Hdf5Sink::existing() const { return impl_->existing; }
+const std::string& Hdf5Sink::existing_config() const { return impl_->existing_config; }
+const std::filesystem::path& Hdf5Sink::path() const { return impl_->path; }
+
+void Hdf5Sink::begin(const RunMetadata& m) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  if (!impl_->open) fail(impl_->file, "", "the results file is closed");
+  silence_hdf5();
+  const std::string& file = impl_->file;
+  impl_->update([&](hid_t f) {
+    Writer root(file, f, "/");
+    AttrReader existing(file, f, "/");
+    RunMetadata stored = m;
+    if (existing.has("start_time")) {
+      stored.start_time = existing.string("start_time");
+    } else {
+      root.attr("start_time", m.start_time);
+    }
+    root.attr("last_start_time", m.start_time);
+    root.attr("experiment", m.experiment);
+    root.attr("table", m.table);
+    root.attr("config_source", m.config_source);
+    root.attr("config", m.config_yaml);
+    root.attr("gopt_version", m.gopt_version);
+    root.attr("git_revision", m.git_revision);
+    root.attr("host", m.host);
+    root.attr("cpu_numerics", m.cpu_numerics);
+    root.attr("metadata_digest", metadata_digest(stored));
+  });
+}
+
+void Hdf5Sink::write(const RunResult& r) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  const std::string& file = impl_->file;
+  if (!impl_->open) fail(file, "", "the results file is closed");
+  silence_hdf5();
+  impl_->update([&](hid_t f) {
+    Handle results = check(H5Gopen2(f, "results", H5P_DEFAULT), H5Gclose, file, "/results",
+                           "cannot open the group");
+    write_result_group(file, results.get(), r);
+  });
 }
 
 void Hdf5Sink::close() {
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  if (!impl_->handle.valid()) return;
-  impl_->results.reset();
-  impl_->flush();
-  impl_->handle.reset();
+  impl_->open = false;
+  impl_->unlock();
 }
 
 ResultsFile read_results_file(const std::filesystem::path& path) {
@@ -608,7 +894,7 @@ ResultsFile read_results_file(const std::filesystem::path& path) {
   out.metadata = read_metadata(file, f.get());
   Handle results = check(H5Gopen2(f.get(), "results", H5P_DEFAULT), H5Gclose, file, "/results",
                          "cannot open the group (truncated file?)");
-  for (const auto& name : member_names(results.get())) {
+  for (const auto& name : member_names(file, results.get(), "/results")) {
     std::string object = "/results/" + name;
     Handle g = check(H5Gopen2(results.get(), name.c_str(), H5P_DEFAULT), H5Gclose, file, object,
                      "cannot open the result group (truncated file?)");

@@ -5,11 +5,20 @@
 #include <gtest/gtest.h>
 #include <hdf5.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <limits>
+#include <random>
+#include <set>
 #include <string>
+#include <thread>
 
 #include "core/errors.h"
 #include "tests/support/files.h"
@@ -240,6 +249,141 @@ TEST(Hdf5SinkTest, ResumeRefusesAForeignFile) {
   ASSERT_GE(f, 0);
   H5Fclose(f);
   EXPECT_THROW(Hdf5Sink(foreign, Hdf5SinkOptions().mode(OpenMode::kResume)), core::InputError);
+}
+
+}  // namespace
+}  // namespace gopt::experiments
+
+namespace gopt::experiments {
+namespace {
+
+std::string file_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void overwrite(const fs::path& path, std::size_t offset, const std::string& bytes) {
+  std::fstream f(path, std::ios::binary | std::ios::in | std::ios::out);
+  f.seekp(static_cast<std::streamoff>(offset));
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+fs::path results_with(const fs::path& path, int results) {
+  Hdf5Sink sink(path);
+  sink.begin(sample_metadata());
+  for (int s = 0; s < results; ++s) {
+    sink.write(sample_result("hdp", static_cast<std::uint64_t>(s), true));
+  }
+  return path;
+}
+
+// Issue #32: `--resume` modified a damaged file, then failed. Now the file is read and
+// checked whole, read-only, before anything is written; a damaged one is refused untouched
+// with a message saying how to recover.
+TEST(Hdf5SinkTest, ResumeRefusesADamagedFileAndLeavesItUntouched) {
+  auto dir = temp_dir();
+  const auto good = results_with(dir / "good.h5", 6);
+  const auto size = fs::file_size(good);
+  int refused = 0;
+  // Garbage over every 256-byte window of the file, one at a time.
+  for (std::size_t offset = 0; offset + 64 <= size; offset += 256) {
+    auto damaged = dir / ("damaged_" + std::to_string(offset) + ".h5");
+    fs::copy_file(good, damaged);
+    overwrite(damaged, offset, std::string(64, '\xa5'));
+    const std::string before = file_bytes(damaged);
+    std::string message = "(no error)";
+    try {
+      Hdf5Sink sink(damaged, Hdf5SinkOptions().mode(OpenMode::kResume));
+    } catch (const core::InputError& e) {
+      message = e.what();
+    }
+    EXPECT_EQ(file_bytes(damaged), before) << "offset " << offset;
+    // Damage in unused bytes is harmless; damage anywhere that matters is refused.
+    if (message != "(no error)") {
+      ++refused;
+      EXPECT_EQ(message.rfind(damaged.string() + ": ", 0), 0u) << message;
+      EXPECT_NE(message.find("damaged"), std::string::npos) << message;
+      EXPECT_NE(message.find("--overwrite"), std::string::npos) << message;
+      EXPECT_ANY_THROW((void)read_results_file(damaged)) << "offset " << offset;
+    } else {
+      // Accepted: then it reads back the six results unchanged.
+      auto file = read_results_file(damaged);
+      ASSERT_EQ(file.results.size(), 6u) << "offset " << offset;
+      for (const auto& r : file.results) {
+        EXPECT_EQ(r.device_peak_memory_bytes, (std::vector<std::int64_t>{1000, 2000}));
+        EXPECT_EQ(r.graph, "wavenet_2");
+      }
+    }
+  }
+  EXPECT_GT(refused, static_cast<int>(size / 256 / 2)) << "most windows hold data that matters";
+}
+
+// A kill at any moment of a write leaves the previous state: every result reported written
+// before the kill is in the file, complete, and the file opens. Writes replace the file by
+// rename (Hdf5Sink::Impl::update), so there is no half-written state to find.
+TEST(Hdf5SinkTest, SigkillAtRandomMomentsNeverLosesACompleteResult) {
+  auto dir = temp_dir();
+  const auto path = dir / "killed.h5";
+  std::mt19937_64 rng(32);
+  std::set<std::uint64_t> reported;  // seeds whose write() returned before a kill
+  constexpr int kTrials = 40;
+  for (int trial = 0; trial < kTrials; ++trial) {
+    int fds[2];
+    ASSERT_EQ(::pipe(fds), 0);
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      ::close(fds[0]);
+      try {
+        Hdf5Sink sink(path, Hdf5SinkOptions().mode(OpenMode::kResume));
+        sink.begin(sample_metadata());
+        for (std::uint64_t s = 1000 * static_cast<std::uint64_t>(trial);; ++s) {
+          sink.write(sample_result("hdp", s, true));
+          if (::write(fds[1], &s, sizeof s) != sizeof s) ::_exit(3);
+        }
+      } catch (...) {
+        ::_exit(2);
+      }
+    }
+    ::close(fds[1]);
+    std::this_thread::sleep_for(
+        std::chrono::microseconds(std::uniform_int_distribution<int>(0, 40000)(rng)));
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFSIGNALED(status)) << "the writer stopped by itself: status " << status;
+    std::uint64_t s = 0;
+    while (::read(fds[0], &s, sizeof s) == sizeof s) reported.insert(s);
+    ::close(fds[0]);
+    if (!fs::exists(path)) continue;  // killed before the first file was in place
+    ResultsFile file;
+    ASSERT_NO_THROW(file = read_results_file(path)) << "trial " << trial;
+    EXPECT_EQ(file.incomplete, 0);
+    std::set<std::uint64_t> in_file;
+    for (const auto& r : file.results) {
+      in_file.insert(r.key.seed);
+      EXPECT_EQ(r.learning_curve.size(), 2u);
+    }
+    for (auto seed : reported) EXPECT_TRUE(in_file.count(seed)) << "lost result " << seed;
+  }
+  EXPECT_GT(reported.size(), 0u) << "no write finished in any trial";
+  // No copies are left behind once the next writer has started.
+  { Hdf5Sink sink(path, Hdf5SinkOptions().mode(OpenMode::kResume)); }
+  for (const auto& e : fs::directory_iterator(dir)) {
+    EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << e.path();
+  }
+}
+
+TEST(Hdf5SinkTest, ASecondWriterOfOneFileIsRefused) {
+  auto dir = temp_dir();
+  Hdf5Sink first(dir / "r.h5");
+  try {
+    Hdf5Sink second(dir / "r.h5", Hdf5SinkOptions().mode(OpenMode::kResume));
+    FAIL() << "two writers of one file";
+  } catch (const core::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("another `gopt run` is writing"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -576,6 +577,53 @@ TEST(TableCommandTest, NonGoptAndTruncatedFilesAreClearErrors) {
   auto missing = run_command(kGopt + " table " + kData + "/results/none.h5");
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_TRUE(contains(missing.err, "none.h5: no such file")) << missing.err;
+}
+
+}  // namespace
+}  // namespace gopt::experiments
+
+namespace gopt::experiments {
+namespace {
+
+std::string bytes_of(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// A copy of the fixture with garbage over its superblock (after the 8-byte signature).
+std::string damaged_fixture(const std::string& name) {
+  auto dir = gopt::testing::make_temp_dir("gopt_damaged_" + name);
+  const std::string path = (std::filesystem::path(dir) / (name + ".h5")).string();
+  std::filesystem::copy_file(kData + "/results/fixture.h5", path,
+                             std::filesystem::copy_options::overwrite_existing);
+  std::fstream f(path, std::ios::binary | std::ios::in | std::ios::out);
+  f.seekp(8);
+  f.write("\xa5\xa5\xa5\xa5\xa5\xa5\xa5\xa5", 8);
+  return path;
+}
+
+// Issue #32: `gopt table` printed "No results" and exited 0 on a damaged superblock, and
+// `gopt run --resume` changed a damaged file before failing.
+TEST(TableCommandTest, ADamagedFileExitsOneNamingTheProblem) {
+  const auto path = damaged_fixture("table");
+  auto r = run_command(kGopt + " table " + path);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_TRUE(contains(r.err, "gopt: error: " + path + ": ")) << r.err;
+  EXPECT_TRUE(contains(r.err, "damaged")) << r.err;
+  EXPECT_FALSE(contains(r.out, "No results")) << r.out;
+}
+
+TEST(RunCommandTest, ResumeRefusesADamagedFileUntouchedAndSaysHowToRecover) {
+  const auto path = damaged_fixture("resume");
+  const std::string before = bytes_of(path);
+  auto r =
+      run_command(kGopt + " run " + kData + "/results/fixture.yaml --out " + path + " --resume");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, path + ": ")) << r.err;
+  EXPECT_TRUE(contains(r.err, "damaged")) << r.err;
+  EXPECT_TRUE(contains(r.err, "--overwrite")) << r.err;
+  EXPECT_TRUE(contains(r.err, "new file")) << r.err;
+  EXPECT_EQ(bytes_of(path), before) << "the damaged file was modified";
 }
 
 }  // namespace
