@@ -159,7 +159,9 @@ HyperparameterValues::HyperparameterValues(std::string workload,
                                            const Overrides& overrides) {
   std::vector<std::string> valid;
   for (const auto& s : specs) valid.push_back(s.name);
-  for (const auto& [key, value] : overrides) {
+  for (const auto& given : overrides) {
+    // Not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
+    const std::string& key = given.first;
     auto it = std::find_if(specs.begin(), specs.end(),
                            [&](const HyperparameterSpec& s) { return s.name == key; });
     if (it == specs.end()) {
