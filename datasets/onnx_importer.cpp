@@ -160,6 +160,7 @@ class Importer {
       fail("", "not a valid ONNX model: it has no graph or the graph has no nodes");
     }
     fix_batch(model);
+    check_window_attributes(model.graph());
     auto& g = *model.mutable_graph();
     std::string stem = std::filesystem::path(source_).stem().string();
     graph_ = core::Graph(stem.empty() ? "onnx_model" : stem);
@@ -208,6 +209,37 @@ class Importer {
   }
 
   // Sets dynamic leading dims of graph inputs to --batch; any other dynamic dim is an error.
+  // ONNX's own shape inference (libonnx 1.13) divides by strides and dilations and
+  // crashed with SIGFPE on a zero (found by fuzz_onnx_model): window attributes are
+  // checked here first, in every node of the graph and its subgraphs.
+  void check_window_attributes(const onnx::GraphProto& graph) {
+    for (const auto& node : graph.node()) {
+      for (const auto& a : node.attribute()) {
+        const std::string& name = a.name();
+        const bool positive = name == "strides" || name == "dilations" || name == "kernel_shape";
+        const bool non_negative = name == "pads" || name == "output_padding";
+        if (positive || non_negative) {
+          for (auto v : a.ints()) {
+            if (positive ? v <= 0 : v < 0) {
+              fail(node_label(node), "attribute '" + name + "' must be " +
+                                         (positive ? "> 0" : ">= 0") + ", found " +
+                                         std::to_string(v));
+            }
+          }
+        }
+        if (name == "group" && a.has_i() && a.i() <= 0) {
+          fail(node_label(node), "attribute 'group' must be > 0, found " + std::to_string(a.i()));
+        }
+        if (a.has_g()) check_window_attributes(a.g());
+        for (const auto& g : a.graphs()) check_window_attributes(g);
+      }
+    }
+  }
+
+  static std::string node_label(const onnx::NodeProto& node) {
+    return "node '" + (node.name().empty() ? node.op_type() : node.name()) + "'";
+  }
+
   void fix_batch(onnx::ModelProto& model) {
     std::unordered_set<std::string> inits;
     for (const auto& t : model.graph().initializer()) inits.insert(t.name());

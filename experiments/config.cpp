@@ -554,7 +554,8 @@ class ConfigParser {
                  "'set' applies to suite workloads only, and '" + w.graph + "' is not one");
     }
     std::string path = resolve_path(w.graph);
-    if (!std::filesystem::is_regular_file(path)) {
+    std::error_code ec;  // a name too long for a path is "no such file", not an exception
+    if (!std::filesystem::is_regular_file(path, ec)) {
       r_.problem(graph_node, graph_field,
                  "expected a suite workload name or a graph file, found '" + w.graph +
                      "' (no such workload" +
