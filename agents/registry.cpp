@@ -88,6 +88,7 @@ std::string number_text(double v) {
 std::string option_range_text(const OptionSpec& spec) {
   if (spec.type != OptionType::kInt && spec.type != OptionType::kDouble) return "";
   if (std::isinf(spec.min_value) && std::isinf(spec.max_value)) return "";
+  if (spec.min_value <= kMinSeedOption && spec.max_value >= kMaxSeedOption) return "[-2^63, 2^63)";
   return (std::isinf(spec.min_value) ? "(" : "[") + number_text(spec.min_value) + ", " +
          number_text(spec.max_value) + (std::isinf(spec.max_value) ? ")" : "]");
 }

@@ -3,23 +3,14 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <sstream>
 #include <string>
-#include <string_view>
 
-#include "agents/registry.h"
 #include "core/errors.h"
-#include "datasets/workload_registry.h"
-#include "experiments/config.h"
 #include "experiments/hdf5_sink.h"
 #include "tests/fuzz/fuzz_targets.h"
 
 namespace gopt::fuzz {
 namespace {
-
-std::string_view as_text(const std::uint8_t* data, std::size_t size) {
-  return {reinterpret_cast<const char*>(data), size};
-}
 
 void require(bool ok, const std::string& what) {
   if (!ok) throw ContractViolation(what);
@@ -49,41 +40,6 @@ std::string read_bytes(const std::filesystem::path& path) {
 }
 
 }  // namespace
-
-Outcome check_experiment_yaml(const std::uint8_t* data, std::size_t size) {
-  static const agents::AgentRegistry registry = [] {
-    agents::AgentRegistry r;
-    agents::register_builtin_agents(r);
-    return r;
-  }();
-  static const datasets::WorkloadRegistry workloads = [] {
-    datasets::WorkloadRegistry r;
-    datasets::register_builtin_workloads(r);
-    return r;
-  }();
-  const std::string text(as_text(data, size));
-  experiments::ConfigLoadOptions options;
-  options.with_agents(registry).with_workloads(workloads);
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.rfind("#set ", 0) == 0) options.overrides.push_back(line.substr(5));
-  }
-  experiments::ExperimentConfig config;
-  Outcome outcome = accept_or_reject(
-      [&] { config = experiments::parse_config(text, "fuzz.yaml", GOPT_TEST_DATA_DIR, options); });
-  if (outcome == Outcome::kRejected) return outcome;
-  // Every option of an accepted config passes the checks agent creation makes.
-  for (const auto& a : config.agents) {
-    const auto& info = registry.info(a.type);
-    agents::AgentOptions resolved(a.type, info.options, a.options, "fuzz.yaml");
-    if (info.check_options) info.check_options(resolved);
-    require(a.budget.max_steps >= 1 && a.budget.max_samples >= 1 && a.budget.max_seconds > 0,
-            "agent '" + a.name + "': a budget that is not positive");
-  }
-  require(!config.seeds.empty() && !config.workloads.empty() && !config.agents.empty(),
-          "an accepted config with nothing to run");
-  return outcome;
-}
 
 Outcome check_results_hdf5(const std::uint8_t* data, std::size_t size) {
   const auto path = scratch_file("results");
@@ -121,15 +77,6 @@ Outcome check_results_hdf5(const std::uint8_t* data, std::size_t size) {
   require(resume == Outcome::kRejected || table == Outcome::kAccepted,
           "--resume accepts a file that gopt table refuses");
   return table;
-}
-
-const std::vector<Target>& targets() {
-  static const std::vector<Target> all = {
-      {"graph_json", check_graph_json},       {"experiment_yaml", check_experiment_yaml},
-      {"hardware_yaml", check_hardware_yaml}, {"decision_json", check_decision_json},
-      {"onnx_model", check_onnx_model},       {"results_hdf5", check_results_hdf5},
-  };
-  return all;
 }
 
 }  // namespace gopt::fuzz
