@@ -405,6 +405,11 @@ Handle open_results(const std::string& file, unsigned flags) {
              std::string(kResultsFormatName) + "', written by `gopt run`)");
   }
   auto version = root.int64("format_version");
+  if (version < 1) {
+    fail(file, "",
+         "results format version " + std::to_string(version) +
+             " is not one gopt ever wrote (the file is damaged)");
+  }
   if (version > kResultsFormatVersion) {
     fail(file, "",
          "results format version " + std::to_string(version) + " is newer than this gopt reads (" +
