@@ -523,7 +523,10 @@ class ConfigParser {
       const auto& info = workload_registry_.info(w.graph);
       std::vector<std::string> keys;
       for (const auto& h : info.hyperparameters) keys.push_back(h.name);
-      for (const auto& [key, value] : w.overrides) {
+      for (const auto& given : w.overrides) {
+        // Not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
+        const std::string& key = given.first;
+        const std::string& value = given.second;
         YAML::Node at = entry["set"][key];
         std::string f = field + ".set." + key;
         auto spec = std::find_if(info.hyperparameters.begin(), info.hyperparameters.end(),
