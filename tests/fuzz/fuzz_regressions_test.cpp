@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,13 @@ std::vector<std::uint8_t> read_file(const std::filesystem::path& path) {
 }
 
 class FuzzCorpusTest : public ::testing::TestWithParam<Target> {};
+
+}  // namespace
+
+// Names the format in test listings (instead of the bytes of the struct).
+void PrintTo(const Target& target, std::ostream* out) { *out << target.name; }
+
+namespace {
 
 TEST_P(FuzzCorpusTest, EveryCorpusInputKeepsTheContract) {
   const Target& target = GetParam();
