@@ -215,6 +215,24 @@ class Importer {
   // checked here first, in every node of the graph and its subgraphs.
   void check_window_attributes(const onnx::GraphProto& graph) {
     for (const auto& node : graph.node()) {
+      // Window attributes given must agree on the number of spatial dimensions (libonnx
+      // indexed past an empty kernel_shape: SIGSEGV, found by fuzz_onnx_model).
+      int spatial = -1;
+      for (const auto& a : node.attribute()) {
+        const std::string& name = a.name();
+        int n = -1;
+        if (name == "strides" || name == "dilations" || name == "kernel_shape") {
+          n = a.ints_size();
+        } else if (name == "pads") {
+          n = a.ints_size() % 2 == 0 ? a.ints_size() / 2 : 0;
+        }
+        if (n == 0 || (n > 0 && spatial >= 0 && n != spatial)) {
+          fail(node_label(node), "attribute '" + name + "' has " + std::to_string(a.ints_size()) +
+                                     " values, which do not match one per spatial dimension "
+                                     "(pads: two) as the node's other window attributes give");
+        }
+        if (n > 0) spatial = n;
+      }
       for (const auto& a : node.attribute()) {
         const std::string& name = a.name();
         const bool positive = name == "strides" || name == "dilations" || name == "kernel_shape";
@@ -248,6 +266,16 @@ class Importer {
     }
     const auto& g = model.graph();
     std::unordered_set<std::string> defined;
+    std::unordered_set<std::string> initializers;
+    for (const auto& t : g.initializer()) initializers.insert(t.name());
+    // A graph input without a tensor type and shape crashed libonnx's Conv inference too;
+    // gopt needs every input's shape anyway.
+    for (const auto& v : g.input()) {
+      if (initializers.count(v.name())) continue;
+      if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) {
+        fail("input '" + v.name() + "'", "a graph input needs a tensor type with a shape");
+      }
+    }
     for (const auto& v : g.input()) defined.insert(v.name());
     for (const auto& t : g.initializer()) defined.insert(t.name());
     for (const auto& node : g.node()) {
