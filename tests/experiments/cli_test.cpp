@@ -100,7 +100,8 @@ TEST(CliTest, AgentsListsEveryBaselineWithItsOptions) {
                            "heft", "m_etf", "hdp"}) {
     EXPECT_TRUE(contains(r.out, name)) << name;
   }
-  EXPECT_TRUE(contains(r.out, "learning_rate (float, default 0.01)")) << r.out;
+  // Each numeric option with its range (checked when a config loads) and its default.
+  EXPECT_TRUE(contains(r.out, "learning_rate (float in [0, 10], default 0.01)")) << r.out;
 }
 
 TEST(CliTest, SimulateWithAnAgent) {
