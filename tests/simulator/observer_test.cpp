@@ -75,7 +75,7 @@ TEST(ObserverTest, ChromeTraceNamesOpsFusedMembersAndFlows) {
   std::map<std::int64_t, std::vector<nlohmann::json>> flows;
   for (const auto& ev : j["traceEvents"]) {
     if (ev["ph"] == "X" && ev["cat"] == "op") ops[ev["args"]["op"]] = ev;
-    if (ev["cat"] == "flow") flows[ev["id"].get<std::int64_t>()].push_back(ev);
+    if (ev.value("cat", "") == "flow") flows[ev["id"].get<std::int64_t>()].push_back(ev);
   }
   ASSERT_EQ(ops.size(), 3u);
   EXPECT_EQ(ops["a"]["args"]["type"], "Relu");
