@@ -659,6 +659,16 @@ std::string refused_resume(const core::InputError& e) {
          "write to a new file (--out NEW.h5), or start this one again with --overwrite";
 }
 
+// Removes a temporary file unless disarmed: a write that fails or throws leaves no copy.
+struct RemoveOnError {
+  std::filesystem::path p;
+  bool armed = true;
+  ~RemoveOnError() {
+    std::error_code ec;
+    if (armed) std::filesystem::remove(p, ec);
+  }
+};
+
 }  // namespace
 
 std::string result_group_name(const ResultKey& key) {
@@ -734,14 +744,7 @@ struct Hdf5Sink::Impl {
   // A new, empty results file in place of whatever is at `path`.
   void create() {
     const auto tmp = temp_path();
-    struct RemoveOnError {
-      std::filesystem::path p;
-      bool armed = true;
-      ~RemoveOnError() {
-        std::error_code ec;
-        if (armed) std::filesystem::remove(p, ec);
-      }
-    } guard{tmp};
+    RemoveOnError guard{tmp};
     Handle fapl = write_access();
     Handle f = check(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), H5Fclose, file,
                      "", "cannot create the HDF5 file (directory writable?)");
@@ -758,14 +761,7 @@ struct Hdf5Sink::Impl {
   template <typename Change>
   void update(Change&& change) {
     const auto tmp = temp_path();
-    struct RemoveOnError {
-      std::filesystem::path p;
-      bool armed = true;
-      ~RemoveOnError() {
-        std::error_code ec;
-        if (armed) std::filesystem::remove(p, ec);
-      }
-    } guard{tmp};
+    RemoveOnError guard{tmp};
     std::error_code ec;
     std::filesystem::copy_file(path, tmp, std::filesystem::copy_options::overwrite_existing, ec);
     if (ec) fail(file, "", "cannot copy the file to update it: " + ec.message());

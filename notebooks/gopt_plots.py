@@ -172,27 +172,31 @@ def speedups(table, title):
     return fig
 
 
+def _labelled_scatter(x, y, labels, xlabel, ylabel, line_label):
+    """Points (x, y) labelled by `labels` on log scales, with the y = x line."""
+    fig, ax = plt.subplots(figsize=(6, 5))
+    ax.scatter(x, y, s=18)
+    for a, b, text in zip(x, y, labels):
+        ax.annotate(text, (a, b), fontsize="xx-small", xytext=(3, 3), textcoords="offset points")
+    lo = float(min(x.min(), y.min())) * 0.8
+    hi = float(max(x.max(), y.max())) * 1.25
+    ax.plot([lo, hi], [lo, hi], color="black", linewidth=1, label=line_label)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.legend()
+    fig.tight_layout()
+    return fig
+
+
 def measured_vs_simulated(df):
     """Validation: each decision's measured step time against the simulated one, both in
     ms on log scales, with the y = x line; points labelled by graph and agent."""
     ok = df.dropna(subset=["measured_step_time_s"])
-    fig, ax = plt.subplots(figsize=(6, 5))
-    sim = ok["best_step_time_s"] * 1e3
-    real = ok["measured_step_time_s"] * 1e3
-    ax.scatter(sim, real, s=18)
-    for s, r, w, a in zip(sim, real, ok["workload"], ok["agent"]):
-        ax.annotate(f"{w} / {a}", (s, r), fontsize="xx-small", xytext=(3, 3),
-                    textcoords="offset points")
-    lo = float(min(sim.min(), real.min())) * 0.8
-    hi = float(max(sim.max(), real.max())) * 1.25
-    ax.plot([lo, hi], [lo, hi], color="black", linewidth=1, label="y = x")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("simulated step time (ms)")
-    ax.set_ylabel("measured step time (ms)")
-    ax.legend()
-    fig.tight_layout()
-    return fig
+    return _labelled_scatter(ok["best_step_time_s"] * 1e3, ok["measured_step_time_s"] * 1e3,
+                             [f"{w} / {a}" for w, a in zip(ok["workload"], ok["agent"])],
+                             "simulated step time (ms)", "measured step time (ms)", "y = x")
 
 
 def simulated_vs_bound(df):
@@ -201,20 +205,7 @@ def simulated_vs_bound(df):
     labelled by workload and agent."""
     means = df.groupby(["workload", "agent"], sort=False)[
         [gr.BOUND_ATTR, "best_step_time_ms"]].mean().reset_index()
-    fig, ax = plt.subplots(figsize=(6, 5))
-    bound = means[gr.BOUND_ATTR] * 1e3
-    sim = means["best_step_time_ms"]
-    ax.scatter(bound, sim, s=18)
-    for b, s, w, a in zip(bound, sim, means["workload"], means["agent"]):
-        ax.annotate(f"{w} / {a}", (b, s), fontsize="xx-small", xytext=(3, 3),
-                    textcoords="offset points")
-    lo = float(min(bound.min(), sim.min())) * 0.8
-    hi = float(max(bound.max(), sim.max())) * 1.25
-    ax.plot([lo, hi], [lo, hi], color="black", linewidth=1, label="y = x (the bound)")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("lower bound (ms)")
-    ax.set_ylabel("simulated step time (ms)")
-    ax.legend()
-    fig.tight_layout()
-    return fig
+    return _labelled_scatter(means[gr.BOUND_ATTR] * 1e3, means["best_step_time_ms"],
+                             [f"{w} / {a}" for w, a in zip(means["workload"], means["agent"])],
+                             "lower bound (ms)", "simulated step time (ms)",
+                             "y = x (the bound)")

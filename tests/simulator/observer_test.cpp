@@ -15,11 +15,12 @@
 namespace gopt::simulator {
 namespace {
 
+// a -> b -> c and a -> c, with FLOPs the trace reports (the lookup cost model ignores them).
 core::CompiledGraph small_graph() {
   core::GraphBuilder b("small");
-  b.add("a", "Relu").output_bytes(1000);
-  b.add("b", "Relu").output_bytes(1000);
-  b.add("c", "Relu").output_bytes(10);
+  b.add("a", "Relu").output_bytes(1000).flops(7);
+  b.add("b", "Relu").output_bytes(1000).flops(3);
+  b.add("c", "Relu").output_bytes(10).flops(2);
   b.connect("a", "b").connect("a", "c").connect("b", "c");
   return core::CompiledGraph::compile(std::move(b).build());
 }
@@ -57,12 +58,7 @@ TEST(ObserverTest, ChromeTraceIsValidJsonWithTracks) {
 // sent to another device is one arrow from its producer, through its transfer, to its
 // consumer there (a -> gpu1 feeds b, b -> gpu0 feeds c).
 TEST(ObserverTest, ChromeTraceNamesOpsFusedMembersAndFlows) {
-  core::GraphBuilder b("small");
-  b.add("a", "Relu").output_bytes(1000).flops(7);
-  b.add("b", "Relu").output_bytes(1000).flops(3);
-  b.add("c", "Relu").output_bytes(10).flops(2);
-  b.connect("a", "b").connect("a", "c").connect("b", "c");
-  auto g = core::CompiledGraph::compile(std::move(b).build());
+  auto g = small_graph();
   auto cluster = testing::mesh_cluster(2, 100, 1);
   testing::LookupCostModel cost(cluster, {10, 5, 5});
   Simulator sim(g, cluster, cost);
