@@ -305,6 +305,42 @@ class Importer {
     }
   }
 
+  // libonnx 1.13's convPoolShapeInference takes the kernel's spatial dimensions from the
+  // weight when `kernel_shape` is absent and then indexes the input's dimensions, strides
+  // and pads by them: a weight of another rank than the input read past their ends
+  // (SIGSEGV, found by fuzz_onnx_model). For a convolution the weight (M x C/group x k1 x
+  // ... x kn) has the input's rank by definition; ConvTranspose's output_shape and
+  // output_padding have one value per spatial dimension.
+  void check_conv_ranks(const onnx::NodeProto& n, int index,
+                        const std::vector<const Value*>& inputs) const {
+    if (!n.domain().empty() && n.domain() != "ai.onnx") return;
+    const std::string& op = n.op_type();
+    int weight = -1;
+    if (op == "Conv" || op == "ConvInteger" || op == "ConvTranspose") weight = 1;
+    if (op == "QLinearConv") weight = 3;
+    if (weight < 0 || inputs.empty() || inputs[0] == nullptr || !inputs[0]->known) return;
+    const auto rank = static_cast<int>(inputs[0]->shape.size());
+    if (rank < 3) {
+      fail(node_label(n, index), "input 0 has rank " + std::to_string(rank) +
+                                     "; a convolution needs (N x C x D1 x ... x Dn), n >= 1");
+    }
+    if (static_cast<int>(inputs.size()) > weight && inputs[weight] != nullptr &&
+        inputs[weight]->known && static_cast<int>(inputs[weight]->shape.size()) != rank) {
+      fail(node_label(n, index), "the weight (input " + std::to_string(weight) + ") has rank " +
+                                     std::to_string(inputs[weight]->shape.size()) +
+                                     " but input 0 has rank " + std::to_string(rank) +
+                                     "; they must be equal (M x C/group x k1 x ... x kn)");
+    }
+    for (const auto& a : n.attribute()) {
+      if ((a.name() == "output_shape" || a.name() == "output_padding") &&
+          a.ints_size() != rank - 2) {
+        fail(node_label(n, index), "attribute '" + a.name() + "' has " +
+                                       std::to_string(a.ints_size()) + " values for " +
+                                       std::to_string(rank - 2) + " spatial dimensions");
+      }
+    }
+  }
+
   static std::string node_label(const onnx::NodeProto& node) {
     return "node '" + (node.name().empty() ? node.op_type() : node.name()) + "'";
   }
@@ -622,6 +658,7 @@ class Importer {
       }
       inputs.push_back(&it->second);
     }
+    check_conv_ranks(n, index, inputs);
     std::string inference_error;
     std::vector<onnx::TypeProto> inferred = infer_outputs(n, index, inputs, inference_error);
     std::vector<Value> outputs;

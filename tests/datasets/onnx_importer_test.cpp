@@ -359,6 +359,28 @@ TEST(OnnxImporterTest, BadShapeValuesNameTheNodeAndInput) {
   EXPECT_TRUE(contains(err, "'y_node' (Concat): shape inference failed")) << err;
 }
 
+// libonnx's Conv inference read past the input's dimensions when the weight had another
+// rank (fuzz_onnx_model, tests/fuzz/corpus/onnx_model/regression-conv-weight-rank*.onnx).
+TEST(OnnxImporterTest, ConvWeightOfAnotherRankNamesTheNode) {
+  for (const std::vector<std::int64_t>& dims :
+       {std::vector<std::int64_t>{4, 3, 3, 3, 1}, std::vector<std::int64_t>{4, 3, 3}}) {
+    ModelBuilder m;
+    m.input("x", {1, 3, 8, 8}).weight("k", dims).node("Conv", {"x", "k"}, {"y"}).output("y");
+    auto err = error_of([&] { (void)import_onnx_bytes(m.bytes(), "conv.onnx"); });
+    EXPECT_TRUE(contains(err, "conv.onnx")) << err;
+    EXPECT_TRUE(contains(err, "'y_node' (Conv): the weight (input 1) has rank " +
+                                  std::to_string(dims.size()) + " but input 0 has rank 4"))
+        << err;
+  }
+  ModelBuilder t;
+  t.input("x", {1, 3, 8, 8})
+      .weight("k", {3, 4, 3, 3})
+      .node("ConvTranspose", {"x", "k"}, {"y"}, {{"output_padding", {1}}})
+      .output("y");
+  auto err = error_of([&] { (void)import_onnx_bytes(t.bytes(), "deconv.onnx"); });
+  EXPECT_TRUE(contains(err, "attribute 'output_padding' has 1 values for 2 spatial")) << err;
+}
+
 // Reshape to the first two values of an int64 initializer of `size` elements: folded up
 // to 4096 elements; a bigger tensor's contents are never read, so the shape is unknown.
 std::string reshape_from_table(std::int64_t size) {
