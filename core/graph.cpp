@@ -163,6 +163,9 @@ std::optional<NodeId> Graph::find(std::string_view name) const {
 }
 
 std::int64_t num_elements(const Shape& shape) {
+  // A zero dimension first: the product of the others need not be representable (an ONNX
+  // initializer of [..., 0, ...] with huge other dimensions overflowed; fuzz_onnx_model).
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return 0;
   std::int64_t n = 1;
   for (auto d : shape) n *= d;
   return n;

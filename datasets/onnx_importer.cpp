@@ -412,6 +412,7 @@ class Importer {
       v.shape.assign(t.dims().begin(), t.dims().end());
       v.known = true;
       v.trainable = is_float(v.dtype);
+      check_size("initializer '" + t.name() + "'", v);
       try {
         if (auto data = onnx_folding::read_tensor(t)) {
           v.data = std::make_shared<const KnownTensor>(std::move(*data));
@@ -430,7 +431,13 @@ class Importer {
       n.colocation_group = n.name;
       v.producer = graph_.add_node(std::move(n));
       if (v.trainable) {
+        // Each tensor holds at most kMaxBytes; their sum is checked too.
         num_parameters_ += core::num_elements(v.shape);
+        if (num_parameters_ > core::kMaxBytes) {
+          fail("initializer '" + t.name() + "'",
+               "the model's parameters add up to more than 2^60 elements (the size limit of "
+               "docs/graph-format.md)");
+        }
         initializers_.push_back(v.producer);
       }
       set_value(t.name(), v);
@@ -442,6 +449,7 @@ class Importer {
         fail("input '" + in.name() + "'", "has no tensor shape");
       }
       Value v = it->second;
+      check_size("input '" + in.name() + "'", v);
       core::NodeAttrs n;
       n.name = unique(in.name());
       n.op_type = "Placeholder";
@@ -520,6 +528,22 @@ class Importer {
     if (data_ops().count(t) != 0) return 0;
     uncosted_.insert(t);
     return 0;
+  }
+
+  // Every size gopt derives from a value (bytes, elements, FLOPs) stays representable: a
+  // known shape holds at most kMaxBytes (docs/graph-format.md "Limits"), else an input error
+  // naming the value (an initializer of 1.7e18 x 104 elements overflowed int64, found by
+  // fuzz_onnx_model under UBSan).
+  void check_size(const std::string& location, const Value& v) const {
+    if (!v.known) return;
+    const std::int64_t elem = core::dtype_size_bytes(v.dtype);
+    if (!core::checked_num_elements(v.shape, core::kMaxBytes / std::max<std::int64_t>(1, elem))) {
+      std::string dims;
+      for (auto d : v.shape) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
+      fail(location, "the shape [" + dims +
+                         "] has a negative dimension or holds more than 2^60 bytes (the size "
+                         "limit of docs/graph-format.md)");
+    }
   }
 
   // Records a value and its ONNX type, which later nodes' shape inference reads.
@@ -675,6 +699,7 @@ class Importer {
                  "' cannot be inferred (unsupported op, a data-dependent shape, or a dynamic "
                  "dimension other than the batch)");
       }
+      check_size(node_label(n, index) + " output '" + name + "'", *v);
       outputs.push_back(std::move(*v));
     }
     fold(n, index, inputs, outputs);

@@ -149,6 +149,8 @@ TEST(GraphTest, NumElements) {
   EXPECT_EQ(num_elements({}), 1);
   EXPECT_EQ(num_elements({3, 4, 5}), 60);
   EXPECT_EQ(num_elements({3, 0}), 0);
+  // A zero anywhere: zero, without multiplying the other dimensions (they may overflow).
+  EXPECT_EQ(num_elements({std::int64_t{1} << 40, std::int64_t{1} << 40, 0}), 0);
 }
 
 }  // namespace

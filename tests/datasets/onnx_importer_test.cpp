@@ -381,6 +381,19 @@ TEST(OnnxImporterTest, ConvWeightOfAnotherRankNamesTheNode) {
   EXPECT_TRUE(contains(err, "attribute 'output_padding' has 1 values for 2 spatial")) << err;
 }
 
+// Sizes gopt derives from a shape must be representable (docs/graph-format.md "Limits").
+TEST(OnnxImporterTest, ShapesBeyondTheSizeLimitNameTheValue) {
+  ModelBuilder m;
+  m.input("x", {2, 3})
+      .weight("k", {std::int64_t{1} << 31, std::int64_t{1} << 31})
+      .node("Add", {"x", "x"}, {"y"})
+      .output("y");
+  auto err = error_of([&] { (void)import_onnx_bytes(m.bytes(), "huge.onnx"); });
+  EXPECT_TRUE(contains(err, "huge.onnx: initializer 'k': the shape [2147483648, 2147483648]"))
+      << err;
+  EXPECT_TRUE(contains(err, "more than 2^60 bytes")) << err;
+}
+
 // Reshape to the first two values of an int64 initializer of `size` elements: folded up
 // to 4096 elements; a bigger tensor's contents are never read, so the shape is unknown.
 std::string reshape_from_table(std::int64_t size) {
