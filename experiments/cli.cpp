@@ -84,19 +84,26 @@ std::string unknown_word(const CLI::App* app, int argc, const char* const* argv,
   return {};
 }
 
-}  // namespace
-
-CLI::Validator positive_number() {
+CLI::Validator number_at_least(double least, bool inclusive, const char* name) {
   return CLI::Validator(
-      [](std::string& input) -> std::string {
+      [least, inclusive](std::string& input) -> std::string {
         char* end = nullptr;
         const double value = std::strtod(input.c_str(), &end);
         if (end == input.c_str() || *end != '\0') return "expected a number, found '" + input + "'";
-        if (!(value > 0)) return "expected a number > 0, found " + input;
+        if (inclusive ? !(value >= least) : !(value > least)) {
+          return std::string("expected a number ") + (inclusive ? ">= " : "> ") +
+                 (least == 0 ? "0" : std::to_string(least)) + ", found " + input;
+        }
         return {};
       },
-      "POSITIVE");
+      name);
 }
+
+}  // namespace
+
+CLI::Validator positive_number() { return number_at_least(0, false, "POSITIVE"); }
+
+CLI::Validator non_negative_number() { return number_at_least(0, true, "NON-NEGATIVE"); }
 
 std::unique_ptr<CLI::App> build_cli(CliContext& context) {
   auto app = std::make_unique<CLI::App>(

@@ -39,6 +39,8 @@ struct CliContext {
 /// A CLI11 check for a number > 0 whose message says so readably ("--steps: expected a
 /// number > 0, found 0").
 [[nodiscard]] CLI::Validator positive_number();
+/// The same for a number >= 0.
+[[nodiscard]] CLI::Validator non_negative_number();
 
 /// Registers `gopt graph ...` (graph_commands.cpp).
 void add_graph_commands(CLI::App& app, CliContext& context);

@@ -58,10 +58,14 @@ class Hdf5Sink final : public ResultSink {
   [[nodiscard]] const std::string& existing_config() const;
   [[nodiscard]] const std::filesystem::path& path() const;
 
-  /// Writes the file attributes and flushes.
+  /// Writes the file attributes, removes the running jobs an earlier run left (this run
+  /// does them), flushes.
   void begin(const RunMetadata& metadata) override;
-  /// Writes one result group (replacing one with the same key), marks it complete, flushes.
+  /// Writes one result group (replacing one with the same key), marks it complete, removes
+  /// the running job that wrote it, flushes.
   void write(const RunResult& result) override;
+  /// Writes a job's learning curve so far under /running (replacing its previous one).
+  void update_running(const RunningJob& job) override;
   /// Closes the file; later writes are errors. Called by the destructor too.
   void close();
 
@@ -76,6 +80,9 @@ struct ResultsFile {
   RunMetadata metadata;
   std::vector<RunResult> results;  ///< complete results, in config (job) order
   std::int64_t incomplete = 0;     ///< groups a killed run left half-written (ignored)
+  /// Jobs that were training when the file was last written (/running): a run in
+  /// progress, or one that stopped or was killed before their results.
+  std::vector<RunningJob> running;
 };
 
 /// Reads a results file (without taking HDF5's file lock, so a file that a running

@@ -19,6 +19,8 @@ std::string ResultKey::text() const {
   return workload + " / " + agent + " / seed " + std::to_string(seed);
 }
 
+void ResultSink::update_running(const RunningJob& /*job*/) {}
+
 void ConsoleSink::begin(const RunMetadata& metadata) {
   out_ << "experiment " << metadata.experiment << " (gopt " << metadata.gopt_version << ", git "
        << metadata.git_revision << ")\n";
@@ -37,6 +39,10 @@ void TeeSink::begin(const RunMetadata& metadata) {
 
 void TeeSink::write(const RunResult& result) {
   for (auto* s : sinks_) s->write(result);
+}
+
+void TeeSink::update_running(const RunningJob& job) {
+  for (auto* s : sinks_) s->update_running(job);
 }
 
 }  // namespace gopt::experiments

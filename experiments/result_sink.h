@@ -75,6 +75,25 @@ struct RunResult {
   bool op_times_in_sample = false;
 };
 
+/// A learner's job while it trains: its learning curve so far, flushed to the sink every
+/// RunnerOptions::curve_flush_s seconds so that a long run can be watched (`gopt table`,
+/// the notebooks). Each flush replaces the job's previous entry; writing one of its results
+/// removes it.
+struct RunningJob {
+  /// The results the job will write: one, or one per training graph for pretraining.
+  std::vector<ResultKey> rows;
+  std::string agent_type;  ///< registry name ("go_one")
+  /// "running"; "stopped" when the run ended without the job's result (Ctrl-C; `--resume`
+  /// continues it); "failed" when the job failed (`message` says why).
+  std::string state = "running";
+  std::string message;
+  std::int64_t max_steps = 0;  ///< the job's update budget (0: none)
+  std::string updated;         ///< ISO 8601 UTC time of this flush
+  std::string host;            ///< the machine and process that run the job
+  std::int64_t pid = 0;
+  std::vector<agents::LearningCurvePoint> learning_curve;
+};
+
 /// Facts about a run, written once when it starts (file attributes in HDF5).
 struct RunMetadata {
   std::string experiment;     ///< config `name`
@@ -102,6 +121,9 @@ class ResultSink {
   virtual void begin(const RunMetadata& metadata) = 0;
   /// One finished result.
   virtual void write(const RunResult& result) = 0;
+  /// The learning curve so far of a job still training (replacing its previous one). The
+  /// default ignores it.
+  virtual void update_running(const RunningJob& job);
 
  protected:
   ResultSink() = default;
@@ -124,6 +146,7 @@ class TeeSink final : public ResultSink {
   explicit TeeSink(std::vector<ResultSink*> sinks) : sinks_(std::move(sinks)) {}
   void begin(const RunMetadata& metadata) override;
   void write(const RunResult& result) override;
+  void update_running(const RunningJob& job) override;
 
  private:
   std::vector<ResultSink*> sinks_;

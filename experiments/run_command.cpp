@@ -71,6 +71,7 @@ struct RunArgs {
   int jobs = 1;
   double heartbeat_s = 30;
   double snapshot_s = 60;
+  double curve_flush_s = 30;
 };
 
 std::string quote(const std::string& s) {
@@ -153,7 +154,8 @@ int run_experiment_command(const RunArgs& args, CliContext& ctx) {
       .stop_flag(g_stop_requested)
       .skip(file ? file->existing() : std::vector<ResultKey>{})
       .with_metadata(metadata)
-      .snapshots_in(snapshots, args.snapshot_s);
+      .snapshots_in(snapshots, args.snapshot_s)
+      .flush_curves_every(console_only ? 0 : args.curve_flush_s);
 
   RunSummary summary;
   try {
@@ -228,6 +230,12 @@ void add_run_command(CLI::App& app, CliContext& context) {
                   "removed when the job finishes): --resume continues an interrupted job from "
                   "its last one")
       ->check(positive_number())
+      ->capture_default_str();
+  cmd->add_option("--curve-every", args->curve_flush_s,
+                  "Seconds between writes of a training job's learning curve so far to the "
+                  "results file, where `gopt table` and the notebooks show it as running; "
+                  "0: only with the finished result")
+      ->check(non_negative_number())
       ->capture_default_str();
   cmd->add_option("--heartbeat", args->heartbeat_s,
                   "Without a terminal: print a status line when nothing finished for this many "

@@ -1,6 +1,7 @@
 #include "experiments/runner.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <condition_variable>
@@ -15,6 +16,8 @@
 #include <sstream>
 #include <thread>
 
+#include <unistd.h>
+
 #include "agents/compute_threads.h"
 #include "agents/environment.h"
 #include "agents/registry.h"
@@ -24,6 +27,7 @@
 #include "core/units.h"
 #include "datasets/workload_registry.h"
 #include "experiments/job_time_model.h"
+#include "experiments/machine_info.h"
 #include "experiments/work_queue.h"
 #include "hardware/cost_model.h"
 #include "hardware/profile.h"
@@ -267,16 +271,82 @@ class Progress {
   std::thread thread_;
 };
 
-// Records the learning curve, feeds the progress display, and stops training when the
-// stop flag is set.
+// Hands a training job's learning curve to the sink while it trains
+// (ResultSink::update_running), so a long run can be watched: after an update, once
+// `interval_s` has passed since the last flush and 20 times that flush's own time (the file
+// is copied per write; flushing stays under 5% of the job). A sink that fails here is
+// reported once and not asked again; results are still written when jobs finish.
+class LiveCurve {
+ public:
+  // What every job's flushes share.
+  struct Shared {
+    ResultSink& sink;
+    std::mutex& sink_mutex;  // the runner's: sinks see one call at a time
+    Progress& progress;
+    double interval_s = 0;  // 0: never
+    std::atomic<bool> failed{false};
+  };
+
+  LiveCurve(Shared& shared, RunningJob job) : shared_(shared), job_(std::move(job)) {
+    job_.host = host_name();
+    job_.pid = static_cast<std::int64_t>(::getpid());
+  }
+
+  void point(const std::vector<agents::LearningCurvePoint>& curve) {
+    if (shared_.interval_s <= 0 || shared_.failed.load()) return;
+    const auto now = Clock::now();
+    const double since = std::chrono::duration<double>(now - last_).count();
+    if (since < std::max(shared_.interval_s, 20 * last_cost_s_)) return;
+    flush(curve, "running", "");
+  }
+
+  // The run ends without the job's result: the curve so far, marked `state` (when anything
+  // was learned).
+  void end(const std::vector<agents::LearningCurvePoint>& curve, const std::string& state,
+           const std::string& message) {
+    if (shared_.interval_s <= 0 || shared_.failed.load() || curve.empty()) return;
+    flush(curve, state, message);
+  }
+
+ private:
+  void flush(const std::vector<agents::LearningCurvePoint>& curve, const std::string& state,
+             const std::string& message) {
+    job_.learning_curve = curve;
+    job_.state = state;
+    job_.message = message;
+    job_.updated = utc_now();
+    const auto start = Clock::now();
+    try {
+      std::lock_guard<std::mutex> lock(shared_.sink_mutex);
+      shared_.sink.update_running(job_);
+    } catch (const std::exception& e) {
+      if (!shared_.failed.exchange(true)) {
+        shared_.progress.message(std::string("gopt: warning: cannot write learning curves of "
+                                             "running jobs (") +
+                                 e.what() + "); each is written with its result");
+      }
+    }
+    last_ = Clock::now();
+    last_cost_s_ = std::chrono::duration<double>(last_ - start).count();
+  }
+
+  Shared& shared_;
+  RunningJob job_;
+  Clock::time_point last_ = Clock::now();
+  double last_cost_s_ = 0;
+};
+
+// Records the learning curve, feeds the progress display and the live curve, and stops
+// training when the stop flag is set.
 class CurveRecorder final : public agents::TrainingObserver {
  public:
   CurveRecorder(std::vector<agents::LearningCurvePoint>& curve, Progress& progress, int worker,
-                const std::atomic<bool>* stop)
-      : curve_(curve), progress_(progress), worker_(worker), stop_(stop) {}
+                const std::atomic<bool>* stop, LiveCurve* live = nullptr)
+      : curve_(curve), progress_(progress), worker_(worker), stop_(stop), live_(live) {}
   void on_training_step(const agents::LearningCurvePoint& point) override {
     curve_.push_back(point);
     progress_.training_step(worker_, point.step);
+    if (live_) live_->point(curve_);
     if (stop_ && stop_->load()) throw Interrupted{};
   }
 
@@ -285,6 +355,7 @@ class CurveRecorder final : public agents::TrainingObserver {
   Progress& progress_;
   int worker_;
   const std::atomic<bool>* stop_;
+  LiveCurve* live_;
 };
 
 // Read-only data every job of a run shares.
@@ -655,6 +726,7 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
   std::optional<std::string> sink_error;
   std::int64_t rows_to_write = 0;
   for (const auto& item : items) rows_to_write += item.rows;
+  LiveCurve::Shared live_shared{sink, sink_mutex, progress, options.curve_flush_s};
 
   // Writes an item's rows; false when the sink failed (the run stops).
   auto write = [&](int worker, std::vector<RunResult> results) {
@@ -701,7 +773,21 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
       if (!next) return;
       const std::size_t i = *next;
       std::vector<agents::LearningCurvePoint> curve;
-      CurveRecorder recorder(curve, progress, worker, options.stop);
+      // What /running shows of this item while it trains (learners only).
+      RunningJob running;
+      if (i < units.size()) {
+        for (const auto* j : units[i].rows) running.rows.push_back(j->key);
+        running.agent_type = units[i].agent->type;
+        running.max_steps = units[i].agent->budget.max_steps;
+      } else if (const Job& j = jobs[i - units.size()];
+                 shared.registry.info(j.agent->type).learner) {
+        running.rows.push_back(j.key);
+        running.agent_type = j.agent->type;
+        running.max_steps = j.agent->budget.max_steps;
+      }
+      std::optional<LiveCurve> live;
+      if (!running.rows.empty()) live.emplace(live_shared, std::move(running));
+      CurveRecorder recorder(curve, progress, worker, options.stop, live ? &*live : nullptr);
       if (i < units.size()) {
         const Unit& unit = units[i];
         const AgentConfig& a = *unit.agent;
@@ -721,6 +807,7 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
           results = run_unit(shared, unit, training, validation, options, recorder, curve,
                              checkpoint_steps);
         } catch (const Interrupted&) {
+          if (live) live->end(curve, "stopped", "");
           queue.ended(i);
           return;
         } catch (const std::exception& e) {
@@ -728,6 +815,7 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
             std::lock_guard<std::mutex> lock(sink_mutex);
             unit_failed[i] = 1;
           }
+          if (live) live->end(curve, "failed", e.what());
           fail(worker, unit.rows, e.what());
           queue.ended(i);
           continue;
@@ -766,8 +854,10 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
       try {
         result = run_job(shared, job, recorder, snapshots);
       } catch (const Interrupted&) {
+        if (live) live->end(curve, "stopped", "");
         return;
       } catch (const std::exception& e) {
+        if (live) live->end(curve, "failed", e.what());
         fail(worker, {&job}, e.what());
         queue.ended(i);
         continue;

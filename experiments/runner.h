@@ -35,6 +35,10 @@ struct RunnerOptions {
   /// (agents::TrainSnapshots; learners without snapshot support start their job over).
   std::string snapshot_dir;
   double snapshot_interval_s = 60;  ///< wall-clock seconds between a job's snapshots
+  /// Learners' curves reach the sink while they train (ResultSink::update_running) at most
+  /// this many wall-clock seconds apart, and at least 20 times the last flush's own time
+  /// apart (so flushing takes at most 5% of a job); 0: only with the finished result.
+  double curve_flush_s = 30;
 
   RunnerOptions& parallel_jobs(int n) {
     jobs = n;
@@ -59,6 +63,10 @@ struct RunnerOptions {
   }
   RunnerOptions& with_metadata(RunMetadata m) {
     metadata = std::move(m);
+    return *this;
+  }
+  RunnerOptions& flush_curves_every(double seconds) {
+    curve_flush_s = seconds;
     return *this;
   }
   RunnerOptions& snapshots_in(std::string dir, double interval_s = 60) {

@@ -1,7 +1,10 @@
 #include "experiments/tables.h"
 
+#include <signal.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -10,6 +13,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "experiments/machine_info.h"
 #include "hardware/validation.h"
 
 namespace gopt::experiments {
@@ -710,6 +714,49 @@ Table validation_table(const ResultsFile& file) {
   return t;
 }
 
+// A running job's state as a reader should see it: "running" from a process that is gone
+// (killed, or the machine restarted) is not running any more.
+std::string running_state(const RunningJob& j) {
+  if (j.state == "failed") return "failed: " + j.message;
+  if (j.state == "stopped") return "stopped (--resume continues it)";
+  if (j.host == host_name() && j.pid > 0 && ::kill(static_cast<pid_t>(j.pid), 0) != 0 &&
+      errno == ESRCH) {
+    return "not running: its process " + std::to_string(j.pid) + " is gone (--resume continues it)";
+  }
+  return j.state;
+}
+
+// Jobs that were training when the file was last written, with their curves so far.
+Table running_table(const ResultsFile& file) {
+  Table t;
+  t.id = "running";
+  t.title = "Running: jobs still training (their learning curves so far)";
+  t.header = {"workload",         "agent",          "seed",         "state", "updates", "samples",
+              "best so far (ms)", "last mean (ms)", "written (UTC)"};
+  for (const auto& j : file.running) {
+    std::string workloads = j.rows.front().workload;
+    if (j.rows.size() > 1) {
+      workloads = "pretraining on " + std::to_string(j.rows.size()) + " graphs (" + workloads;
+      for (std::size_t i = 1; i < j.rows.size() && i < 3; ++i)
+        workloads += ", " + j.rows[i].workload;
+      workloads += j.rows.size() > 3 ? ", ...)" : ")";
+    }
+    const auto* last = j.learning_curve.empty() ? nullptr : &j.learning_curve.back();
+    std::string updates = last ? std::to_string(last->step) : "0";
+    if (j.max_steps > 0) updates += " of " + std::to_string(j.max_steps);
+    auto finite_ms = [](double s) { return std::isfinite(s) ? ms(s) : std::string("none yet"); };
+    t.rows.push_back({workloads, j.rows.front().agent, std::to_string(j.rows.front().seed),
+                      running_state(j), updates, last ? std::to_string(last->samples) : "0",
+                      last ? finite_ms(last->best_step_time_s) : "",
+                      last ? finite_ms(last->mean_step_time_s) : "", j.updated});
+  }
+  t.notes.push_back(
+      "Written by `gopt run` while the jobs train (every --curve-every seconds, default 30); a "
+      "job leaves this table when its result is written. Their cells in the tables above stay "
+      "empty until then.");
+  return t;
+}
+
 std::string csv_cell(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
   std::string q = "\"";
@@ -754,6 +801,7 @@ std::vector<Table> build_tables(const ResultsFile& file) {
     tables.push_back(convergence_table(g));
   }
   if (file.metadata.table == "validation") tables.push_back(validation_table(file));
+  if (!file.running.empty()) tables.push_back(running_table(file));
   if (tables.empty()) {
     Table t;
     t.id = "empty";

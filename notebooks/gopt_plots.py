@@ -15,6 +15,7 @@ import os
 
 import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
 
 import gopt_results as gr
 
@@ -74,24 +75,30 @@ def step_times(df, title="Step time per workload and agent"):
 
 def learning_curves(df, curves, workloads=None, field="best_step_time_s"):
     """Per workload: each learner's best (or mean, field="mean_step_time_s") step time so
-    far against simulations, one line per (agent, seed); every non-learning agent's step
-    time (mean over seeds) as a labelled dashed line, and the lower bound as a dotted one."""
-    workloads = workloads or list(dict.fromkeys(df["workload"]))
+    far against simulations, one line per (agent, seed); curves of jobs still training
+    (gr.learning_curves(path, running=True)) dash-dotted and labelled with their state;
+    every non-learning agent's step time (mean over seeds) as a labelled dashed line, and
+    the lower bound as a dotted one."""
+    workloads = workloads or list(dict.fromkeys(list(df["workload"]) + list(curves["workload"])))
     fig, axes = plt.subplots(1, len(workloads), figsize=(5 * len(workloads), 3.6),
                              squeeze=False)
+    state = curves["state"] if "state" in curves else pd.Series("finished", index=curves.index)
     for ax, workload in zip(axes[0], workloads):
         rows = df[df["workload"] == workload]
-        for (agent, seed), c in curves[curves["workload"] == workload].groupby(
-                ["agent", "seed"], sort=False):
+        mine = curves[curves["workload"] == workload].assign(state=state)
+        for (agent, seed, how), c in mine.groupby(["agent", "seed", "state"], sort=False):
             c = c.sort_values("step")
-            ax.plot(c["samples"], c[field] * 1e3, label=f"{agent} seed {seed}")
+            live = how != "finished"
+            ax.plot(c["samples"], c[field] * 1e3, linestyle="-." if live else "-",
+                    label=f"{agent} seed {seed}" + (f" ({how})" if live else ""))
         fixed = rows[~rows["learner"] & ~rows["oom"]].groupby("agent", sort=False)[
             "best_step_time_ms"].mean()
         for k, (agent, ms) in enumerate(fixed.items()):
             ax.axhline(ms, linestyle="--", linewidth=1, color=f"C{(k + 5) % 10}",
                        label=f"{agent} (baseline)")
-        bound = rows[gr.BOUND_ATTR].max() * 1e3
-        ax.axhline(bound, linestyle=":", color="black", label="lower bound")
+        if len(rows):
+            bound = rows[gr.BOUND_ATTR].max() * 1e3
+            ax.axhline(bound, linestyle=":", color="black", label="lower bound")
         ax.set_title(workload)
         ax.set_xlabel("simulations")
         ax.set_ylabel(("best" if field == "best_step_time_s" else "mean") +

@@ -7,6 +7,7 @@ to follow. Needs Debian's python3-h5py, python3-pandas and python3-numpy.
     meta = gr.metadata("results/quickstart.h5")
     df = gr.results_frame("results/quickstart.h5")        # one row per (workload, agent, seed)
     curves = gr.learning_curves("results/quickstart.h5")  # one row per learner update
+    running = gr.running_jobs("results/quickstart.h5")    # jobs still training, one row each
     table = gr.placement_table(df)                        # `gopt table`'s placement table
 """
 
@@ -111,22 +112,73 @@ def results_frame(path):
     return df
 
 
-def learning_curves(path):
-    """One row per learner update: workload, agent, seed and the curve fields."""
+def _curve_frame(group, workload, agent, seed, state):
+    c = group["learning_curve"]
+    frame = pd.DataFrame({k: np.asarray(c[k]) for k in CURVE_FIELDS})
+    frame.insert(0, "state", state)
+    frame.insert(0, "seed", seed)
+    frame.insert(0, "agent", agent)
+    frame.insert(0, "workload", workload)
+    return frame
+
+
+def _running_groups(f):
+    """(group, rows) of each complete /running entry; rows: [(workload, agent, seed)]."""
+    if "running" not in f:
+        return []
+    return [(g, [tuple(r) for r in json.loads(_text(g.attrs["rows"]))])
+            for g in f["running"].values() if _complete(g)]
+
+
+def learning_curves(path, running=False):
+    """One row per learner update: workload, agent, seed, state and the curve fields.
+    state is "finished" for results; with running=True the curves so far of jobs still
+    training (`/running`) are included with their state ("running", "stopped", "failed"),
+    once per result the job will write."""
     frames = []
     with open_results(path) as f:
         for name, g in f["results"].items():
             if not _complete(g) or "learning_curve" not in g:
                 continue
-            c = g["learning_curve"]
-            frame = pd.DataFrame({k: np.asarray(c[k]) for k in CURVE_FIELDS})
-            frame.insert(0, "seed", g.attrs["seed"].item())
-            frame.insert(0, "agent", _text(g.attrs["agent"]))
-            frame.insert(0, "workload", _text(g.attrs["workload"]))
-            frames.append(frame)
+            frames.append(_curve_frame(g, _text(g.attrs["workload"]), _text(g.attrs["agent"]),
+                                       g.attrs["seed"].item(), "finished"))
+        if running:
+            for g, rows in _running_groups(f):
+                for workload, agent, seed in rows:
+                    frames.append(_curve_frame(g, workload, agent, int(seed),
+                                               _text(g.attrs["state"])))
     if not frames:
-        return pd.DataFrame(columns=["workload", "agent", "seed"] + CURVE_FIELDS)
+        return pd.DataFrame(columns=["workload", "agent", "seed", "state"] + CURVE_FIELDS)
     return pd.concat(frames, ignore_index=True)
+
+
+def running_jobs(path):
+    """Jobs still training when the file was last written (`/running`; `gopt table`'s
+    `running` table): one row per job with the first result it will write (workload,
+    agent, seed), every workload it writes, its state, updates so far of its budget,
+    samples, best step time so far and when it was written. Empty once the run finished."""
+    columns = ["workload", "agent", "seed", "workloads", "agent_type", "state", "updates",
+               "max_steps", "samples", "best_step_time_ms", "updated", "host", "pid"]
+    rows = []
+    with open_results(path) as f:
+        for g, keys in _running_groups(f):
+            step = np.asarray(g["learning_curve/step"])
+            samples = np.asarray(g["learning_curve/samples"])
+            best = np.asarray(g["learning_curve/best_step_time_s"])
+            state = _text(g.attrs["state"])
+            if state == "failed" and "message" in g.attrs:
+                state += ": " + _text(g.attrs["message"])
+            rows.append({
+                "workload": keys[0][0], "agent": keys[0][1], "seed": int(keys[0][2]),
+                "workloads": [k[0] for k in keys], "agent_type": _text(g.attrs["agent_type"]),
+                "state": state, "updates": int(step[-1]) if len(step) else 0,
+                "max_steps": int(g.attrs["max_steps"]),
+                "samples": int(samples[-1]) if len(samples) else 0,
+                "best_step_time_ms": float(best[-1]) * 1e3 if len(best) else float("nan"),
+                "updated": _text(g.attrs["updated"]), "host": _text(g.attrs["host"]),
+                "pid": int(g.attrs["pid"]),
+            })
+    return pd.DataFrame(rows, columns=columns)
 
 
 def decision(path, workload, agent, seed):

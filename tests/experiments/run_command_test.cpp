@@ -428,6 +428,70 @@ TEST(RunCommandTest, SigintStopsCleanly) {
   EXPECT_EQ(r.incomplete, 0);
 }
 
+// A learner's curve reaches the results file while it trains (--curve-every), where
+// `gopt table` shows it as running; Ctrl-C leaves it marked stopped, and the resumed job's
+// finished curve starts with the points seen live.
+TEST(RunCommandTest, LearningCurvesAreReadableWhileAJobTrains) {
+  auto dir = temp_dir();
+  auto config = dir / "live.yaml";
+  std::ofstream(config) << "name: live\nhardware: p100x2_pcie\nseeds: [1]\nworkloads:\n"
+                           "  - graph: "
+                        << kSource
+                        << "/datasets/graphs/mlp_tiny.json\n"
+                           "agents:\n"
+                           "  - single_device\n"
+                           "  - name: go_one\n"
+                           "    options: {hidden: 16, segment_length: 8, samples_per_step: 4}\n"
+                           "    budget: {steps: 400}\n";
+  auto file = dir / "live.h5";
+  pid_t pid = spawn_gopt({"run", config.string(), "--out", file.string(), "--curve-every", "0.02"},
+                         dir / "out.txt", dir / "err.txt");
+  ASSERT_GT(pid, 0);
+  std::vector<agents::LearningCurvePoint> seen;
+  const auto start = std::chrono::steady_clock::now();
+  while (seen.size() < 3 && std::chrono::steady_clock::now() - start < std::chrono::seconds(60)) {
+    try {
+      auto r = read_results_file(file);
+      if (!r.running.empty()) seen = r.running.front().learning_curve;
+    } catch (const core::InputError&) {
+      // not created yet: poll again
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_GE(seen.size(), 3u) << read_text(dir / "err.txt");
+  auto table = run_command(kGopt + " table " + file.string() + " --table running");
+  EXPECT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_TRUE(contains(table.out, "| mlp_tiny | go_one |")) << table.out;
+  EXPECT_TRUE(contains(table.out, " running ")) << table.out;
+  EXPECT_TRUE(contains(table.out, " of 400 ")) << table.out;
+
+  kill(pid, SIGINT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 130) << "the job finished before it could be stopped";
+  auto stopped = read_results_file(file);
+  ASSERT_EQ(stopped.running.size(), 1u);
+  EXPECT_EQ(stopped.running[0].state, "stopped");
+  EXPECT_GE(stopped.running[0].learning_curve.size(), seen.size());
+  table = run_command(kGopt + " table " + file.string() + " --table running");
+  EXPECT_TRUE(contains(table.out, "stopped (--resume continues it)")) << table.out;
+
+  auto resumed = run_command(kGopt + " run " + config.string() +
+                             " --resume --curve-every 0 --out " + file.string());
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  auto done = read_results_file(file);
+  EXPECT_TRUE(done.running.empty());
+  ASSERT_EQ(done.results.size(), 2u);
+  const auto& curve = done.results[1].learning_curve;
+  ASSERT_GE(curve.size(), seen.size());
+  for (std::size_t k = 0; k < seen.size(); ++k) {
+    EXPECT_EQ(curve[k].step, seen[k].step);
+    EXPECT_EQ(curve[k].best_step_time_s, seen[k].best_step_time_s);
+    EXPECT_EQ(curve[k].mean_step_time_s, seen[k].mean_step_time_s);
+  }
+}
+
 TEST(RunCommandTest, ConfigErrorsExitOneWithEveryProblem) {
   auto dir = temp_dir();
   auto config = dir / "bad.yaml";

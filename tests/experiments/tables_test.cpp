@@ -3,11 +3,16 @@
 // the best two-task variant, OOM and missing cells, and the average row.
 #include "experiments/tables.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <string>
 #include <vector>
+
+#include "experiments/machine_info.h"
 
 namespace gopt::experiments {
 namespace {
@@ -354,6 +359,53 @@ TEST(ConvergenceTableTest, NeverAndPartialSeedsAreSaid) {
   EXPECT_EQ(t.rows[1],
             (std::vector<std::string>{"w1", "go_one", "10", "80.000", "never", "100.000",
                                       "5 (1 of 2 seeds)", "94.500", "5 (1 of 2 seeds)"}));
+}
+
+}  // namespace
+}  // namespace gopt::experiments
+
+namespace gopt::experiments {
+namespace {
+
+// Jobs still training get their own table, with their state as a reader should see it.
+TEST(RunningTableTest, ShowsEachJobsCurveSoFarAndWhetherItStillRuns) {
+  ResultsFile file = fixture({{"w1", "single_device", "single_device", 100}});
+  file.metadata.table = "placement";
+  RunningJob live;
+  live.rows = {{"w1", "go_one", 1}};
+  live.agent_type = "go_one";
+  live.max_steps = 200;
+  live.updated = "2026-11-24T12:00:00Z";
+  live.host = "elsewhere";  // another machine: its process cannot be checked from here
+  live.pid = 1;
+  live.learning_curve = {{1, 17, 0.090, 0.120, 1}, {2, 34, 0.080, 0.100, 2}};
+  RunningJob gone = live;
+  gone.rows = {{"w1", "go_pretrain", 1}, {"w2", "go_pretrain", 1}};
+  gone.host = host_name();
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  waitpid(child, nullptr, 0);  // reaped: no process has this pid now
+  gone.pid = child;
+  RunningJob stopped = live;
+  stopped.rows = {{"w2", "go_one", 1}};
+  stopped.state = "stopped";
+  stopped.learning_curve.clear();
+  file.running = {live, gone, stopped};
+  const auto tables = build_tables(file);
+  const auto it =
+      std::find_if(tables.begin(), tables.end(), [](const Table& t) { return t.id == "running"; });
+  ASSERT_NE(it, tables.end());
+  ASSERT_EQ(it->rows.size(), 3u);
+  EXPECT_EQ(it->rows[0], (std::vector<std::string>{"w1", "go_one", "1", "running", "2 of 200", "34",
+                                                   "80.000", "100.000", "2026-11-24T12:00:00Z"}));
+  EXPECT_EQ(it->rows[1][0], "pretraining on 2 graphs (w1, w2)");
+  EXPECT_EQ(it->rows[1][3], "not running: its process " + std::to_string(child) +
+                                " is gone (--resume continues it)");
+  EXPECT_EQ(it->rows[2][3], "stopped (--resume continues it)");
+  EXPECT_EQ(it->rows[2][4], "0 of 200");
+  // The finished results' tables are still there.
+  EXPECT_TRUE(std::any_of(tables.begin(), tables.end(),
+                          [](const Table& t) { return t.id == "placement"; }));
 }
 
 }  // namespace
