@@ -3,9 +3,13 @@
 #include <ATen/Version.h>
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
+#include <vector>
 
 #include "core/errors.h"
 
@@ -58,7 +62,64 @@ std::string openblas_core() {
   return name == nullptr ? "unknown" : name;
 }
 
+// The OpenBLAS kernel set a CPU with `path` should use, and the sets at least as wide.
+struct BlasCores {
+  const char* wanted;
+  std::vector<std::string> as_wide;  // lower case, as openblas_get_corename names them
+};
+
+std::optional<BlasCores> blas_cores_for(CpuKernelPath path) {
+  switch (path) {
+    case CpuKernelPath::kAvx512:
+      return BlasCores{"SkylakeX", {"skylakex", "cooperlake", "sapphirerapids"}};
+    case CpuKernelPath::kAvx2:
+      return BlasCores{"Haswell", {"haswell", "zen", "skylakex", "cooperlake", "sapphirerapids"}};
+    case CpuKernelPath::kBaseline:
+      break;
+  }
+  return std::nullopt;
+}
+
+// OpenBLAS's kernels need AVX-512 BW, DQ and CD beside F and VL for its SkylakeX set.
+bool cpu_runs_skylakex_kernels() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  return cpu_supports(CpuKernelPath::kAvx512) && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512cd");
+#else
+  return false;
+#endif
+}
+
 }  // namespace
+
+std::string select_openblas_kernels() {
+  if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return "";
+  using CoreName = char* (*)();
+  using Hook = void (*)();
+  auto* core_name = reinterpret_cast<CoreName>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
+  // Internal to OpenBLAS's DYNAMIC_ARCH builds (driver/others/dynamic.c), but exported:
+  // quit forgets the chosen kernel table, init chooses again, reading OPENBLAS_CORETYPE.
+  auto* quit = reinterpret_cast<Hook>(dlsym(RTLD_DEFAULT, "gotoblas_dynamic_quit"));
+  auto* init = reinterpret_cast<Hook>(dlsym(RTLD_DEFAULT, "gotoblas_dynamic_init"));
+  if (core_name == nullptr || quit == nullptr || init == nullptr) return "";
+  auto path = native_cpu_kernel_path();
+  if (path == CpuKernelPath::kAvx512 && !cpu_runs_skylakex_kernels()) path = CpuKernelPath::kAvx2;
+  const auto cores = blas_cores_for(path);
+  if (!cores) return "";
+  const char* name = core_name();
+  std::string before = name != nullptr ? name : "";
+  std::string lower = before;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (std::find(cores->as_wide.begin(), cores->as_wide.end(), lower) != cores->as_wide.end()) {
+    return "";
+  }
+  ::setenv("OPENBLAS_CORETYPE", cores->wanted, 1);
+  quit();
+  init();
+  const char* after = core_name();
+  return "OpenBLAS: " + before + " -> " + (after != nullptr ? after : "unknown");
+}
 
 std::string_view to_string(CpuKernelPath path) {
   switch (path) {

@@ -35,6 +35,17 @@ enum class CpuKernelPath { kBaseline, kAvx2, kAvx512 };
 ///   if (cpu_supports(CpuKernelPath::kAvx2)) set_cpu_kernel_path(CpuKernelPath::kAvx2);
 void set_cpu_kernel_path(CpuKernelPath path);
 
+/// OpenBLAS 0.3.21 (Debian 12's) falls back to its generic Prescott (SSE3) kernels on a CPU
+/// it does not know, such as a recent Xeon, and GO's matrix products then run about 1.6
+/// times slower (BM_GoPpoUpdate/gnmt_8: 6.6 s of CPU against 3.9 s with its SkylakeX
+/// kernels). Unless OPENBLAS_CORETYPE is set, this re-selects OpenBLAS's kernels for the
+/// widest path the CPU runs (SkylakeX for AVX-512, Haswell for AVX2 and FMA) when OpenBLAS
+/// picked a narrower one, and sets OPENBLAS_CORETYPE so that child processes agree. Call it
+/// at the start of main, before any thread uses BLAS. Returns what it did ("OpenBLAS:
+/// Prescott -> SkylakeX"), or "" when there was nothing to do (OPENBLAS_CORETYPE set,
+/// OpenBLAS not the loaded BLAS, or its kernels already as wide as the CPU allows).
+std::string select_openblas_kernels();
+
 /// One line naming every CPU code path that shapes the agents' float results, for a results
 /// file's provenance:
 /// "gopt kernels avx512 (native); ATen AVX2; OpenBLAS SkylakeX". ATen's path is what

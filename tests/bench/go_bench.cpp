@@ -7,6 +7,7 @@
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
 
+#include "agents/cpu_numerics.h"
 #include "agents/go/go_features.h"
 #include "agents/go/go_model.h"
 #include "agents/go/go_ppo.h"
@@ -19,6 +20,15 @@
 namespace {
 
 using namespace gopt;
+
+// The BLAS kernels `gopt` runs with (experiments/main.cpp does the same), chosen before any
+// benchmark and named in the output's context.
+const bool kBlasSelected = [] {
+  const std::string changed = agents::select_openblas_kernels();
+  benchmark::AddCustomContext("cpu_numerics", agents::cpu_numerics_description() +
+                                                  (changed.empty() ? "" : " (" + changed + ")"));
+  return true;
+}();
 
 double peak_rss_mb() {
   rusage usage{};

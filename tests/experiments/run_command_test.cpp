@@ -530,6 +530,27 @@ TEST(RunCommandTest, AWorkloadThatFailsToLoadLeavesNoFile) {
 
 // The results file names the CPU code paths its learners ran on; a bad GOPT_CPU_KERNEL is an
 // input error naming the variable, and leaves an existing file as it was.
+// gopt runs OpenBLAS's kernels for the widest path the CPU has, also where OpenBLAS 0.3.21
+// does not know the CPU and falls back to its SSE3 (Prescott) kernels; OPENBLAS_CORETYPE
+// still forces a set.
+TEST(RunCommandTest, OpenBlasRunsKernelsAsWideAsTheCpu) {
+  auto dir = temp_dir();
+  auto config = write_config(dir, 1, "[1]");
+  auto out = dir / "small.h5";
+  auto r = run_command("env -u OPENBLAS_CORETYPE " + kGopt + " run " + config.string() + " --out " +
+                       out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string said = read_results_file(out).metadata.cpu_numerics;
+  if (contains(said, "OpenBLAS unknown")) GTEST_SKIP() << "the loaded BLAS is not OpenBLAS";
+  if (contains(said, "gopt kernels avx512") || contains(said, "gopt kernels avx2")) {
+    EXPECT_FALSE(contains(said, "OpenBLAS Prescott")) << said;
+  }
+  r = run_command("OPENBLAS_CORETYPE=Prescott " + kGopt + " run " + config.string() +
+                  " --overwrite --out " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(read_results_file(out).metadata.cpu_numerics, "OpenBLAS Prescott"));
+}
+
 TEST(RunCommandTest, ResultsRecordTheCpuPathAndABadPathLeavesTheFileAlone) {
   auto dir = temp_dir();
   auto config = write_config(dir, 2, "[1]");
