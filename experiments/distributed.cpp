@@ -1,0 +1,243 @@
+#include "experiments/distributed.h"
+
+#include <torch/torch.h>
+#include <torch/version.h>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#if defined(GOPT_HAVE_C10D_NCCL)
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+#include <charconv>
+#include <chrono>
+#include <cstdlib>
+#include <limits>
+#include <mutex>
+
+#include "core/errors.h"
+
+namespace gopt::experiments {
+namespace {
+
+std::string variable(const std::string& name) { return "environment variable " + name; }
+
+// A whole number in [low, high] (decimal digits only), else InputError naming `name`.
+int parse_int(const std::string& name, const std::string& text, long long low, long long high,
+              const std::string& range_text) {
+  long long value = 0;
+  const char* first = text.data();
+  const char* last = text.data() + text.size();
+  const auto [end, ec] = std::from_chars(first, last, value);
+  if (text.empty() || ec != std::errc() || end != last) {
+    throw core::InputError(variable(name), "",
+                           "expected a whole number " + range_text + ", found '" + text + "'");
+  }
+  if (value < low || value > high) {
+    throw core::InputError(variable(name), "",
+                           "expected a whole number " + range_text + ", found " + text);
+  }
+  return static_cast<int>(value);
+}
+
+bool parse_bool(const std::string& name, const std::string& text) {
+  if (text == "True" || text == "true" || text == "1") return true;
+  if (text == "False" || text == "false" || text == "0") return false;
+  throw core::InputError(variable(name), "", "expected True or False, found '" + text + "'");
+}
+
+std::chrono::milliseconds to_ms(double seconds) {
+  return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000.0));
+}
+
+}  // namespace
+
+EnvLookup process_environment() {
+  return [](const std::string& name) -> std::optional<std::string> {
+    const char* value = std::getenv(name.c_str());
+    if (value == nullptr) return std::nullopt;
+    return std::string(value);
+  };
+}
+
+std::optional<LaunchEnvironment> read_launch_environment(const EnvLookup& lookup) {
+  // An empty variable counts as unset (`RANK= gopt run ...`), as in a shell's tests.
+  auto env = [&lookup](const std::string& name) -> std::optional<std::string> {
+    auto value = lookup(name);
+    if (value && value->empty()) return std::nullopt;
+    return value;
+  };
+  const auto rank = env("RANK");
+  const auto world = env("WORLD_SIZE");
+  if (!rank && !world) return std::nullopt;
+  if (!world) {
+    throw core::InputError(variable("WORLD_SIZE"), "",
+                           "expected the number of processes beside RANK=" + *rank +
+                               ", found it unset (start gopt with torchrun, or set RANK, "
+                               "WORLD_SIZE, MASTER_ADDR and MASTER_PORT together)");
+  }
+  if (!rank) {
+    throw core::InputError(variable("RANK"), "",
+                           "expected this process's rank beside WORLD_SIZE=" + *world +
+                               ", found it unset (start gopt with torchrun, or set RANK, "
+                               "WORLD_SIZE, MASTER_ADDR and MASTER_PORT together)");
+  }
+  constexpr long long kMaxInt = std::numeric_limits<int>::max();
+  LaunchEnvironment launch;
+  launch.world_size = parse_int("WORLD_SIZE", *world, 1, kMaxInt, "of at least 1");
+  launch.rank = parse_int(
+      "RANK", *rank, 0, launch.world_size - 1,
+      "from 0 to " + std::to_string(launch.world_size - 1) + " (below WORLD_SIZE=" + *world + ")");
+  const auto local = env("LOCAL_RANK");
+  launch.local_rank = local ? parse_int("LOCAL_RANK", *local, 0, launch.world_size - 1,
+                                        "from 0 to " + std::to_string(launch.world_size - 1))
+                            : launch.rank;
+  const auto addr = env("MASTER_ADDR");
+  const auto port = env("MASTER_PORT");
+  if (launch.world_size > 1 && !addr) {
+    throw core::InputError(variable("MASTER_ADDR"), "",
+                           "expected the host of rank 0 (or of torchrun's agent) for "
+                           "WORLD_SIZE=" +
+                               *world + ", found it unset");
+  }
+  if (launch.world_size > 1 && !port) {
+    throw core::InputError(
+        variable("MASTER_PORT"), "",
+        "expected the store's TCP port for WORLD_SIZE=" + *world + ", found it unset");
+  }
+  if (addr) launch.master_addr = *addr;
+  if (port) launch.master_port = parse_int("MASTER_PORT", *port, 1, 65535, "from 1 to 65535");
+  if (const auto agent = env("TORCHELASTIC_USE_AGENT_STORE")) {
+    launch.agent_store = parse_bool("TORCHELASTIC_USE_AGENT_STORE", *agent);
+  }
+  if (const auto restarts = env("TORCHELASTIC_RESTART_COUNT")) {
+    launch.restart_count =
+        parse_int("TORCHELASTIC_RESTART_COUNT", *restarts, 0, kMaxInt, "of at least 0");
+  }
+  return launch;
+}
+
+struct Distributed::Impl {
+  LaunchEnvironment launch;
+  double timeout_s = 60;
+  std::string backend = "gloo";
+  c10::intrusive_ptr<c10d::Store> store;  // the prefixed view of the TCPStore
+  // Gloo's group in every build: it carries CPU tensors. 1.13 derives it from
+  // ProcessGroup, 2.x from Backend; the concrete type works with both.
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo;
+#if defined(GOPT_HAVE_C10D_NCCL)
+  c10::intrusive_ptr<c10d::ProcessGroupNCCL> nccl;  // CUDA tensors, when a GPU is present
+#endif
+  std::mutex mutex;  // one store call at a time (the heartbeat and the workers share it)
+};
+
+Distributed::Distributed(const LaunchEnvironment& launch, DistributedOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  GOPT_ASSERT(launch.world_size > 1, "a process group needs two or more ranks");
+  impl_->launch = launch;
+  impl_->timeout_s = options.timeout_s;
+  const auto timeout = to_ms(options.timeout_s);
+  c10d::TCPStoreOptions store_options;
+  store_options.port = static_cast<std::uint16_t>(launch.master_port);
+  store_options.isServer = !launch.agent_store && launch.rank == 0;
+  if (store_options.isServer) store_options.numWorkers = launch.world_size;
+  store_options.waitWorkers = false;  // the process group's rendezvous waits for everyone
+  store_options.timeout = timeout;
+  c10::intrusive_ptr<c10d::Store> tcp;
+  try {
+    tcp = c10::make_intrusive<c10d::TCPStore>(launch.master_addr, store_options);
+  } catch (const std::exception& e) {
+    throw core::InputError(
+        "environment variables MASTER_ADDR and MASTER_PORT", "",
+        std::string(store_options.isServer ? "rank 0 could not host" : "could not reach") +
+            " the store at " + store_text() + " within " + std::to_string(options.timeout_s) +
+            " s: " + e.what());
+  }
+  // Keys of an earlier attempt of the same torchrun job (a restart) are not this one's.
+  impl_->store = c10::make_intrusive<c10d::PrefixStore>(
+      "gopt/attempt" + std::to_string(launch.restart_count), tcp);
+
+  auto gloo_options = c10d::ProcessGroupGloo::Options::create(timeout);
+  // GLOO_SOCKET_IFNAME picks the network interface, as in PyTorch's Python frontend; else
+  // the address the host name resolves to.
+  if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname != nullptr && *ifname) {
+    gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
+  } else {
+    gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+  }
+  try {
+    impl_->gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(
+        c10::make_intrusive<c10d::PrefixStore>("gloo", impl_->store), launch.rank,
+        launch.world_size, gloo_options);
+  } catch (const std::exception& e) {
+    throw core::Error(
+        "rank " + std::to_string(launch.rank) + ": not every one of the " +
+        std::to_string(launch.world_size) + " ranks joined the process group within " +
+        std::to_string(options.timeout_s) + " s (store " + store_text() + "): " + e.what());
+  }
+#if defined(GOPT_HAVE_C10D_NCCL)
+  if (torch::cuda::is_available()) {
+    impl_->nccl = c10::make_intrusive<c10d::ProcessGroupNCCL>(
+        c10::make_intrusive<c10d::PrefixStore>("nccl", impl_->store), launch.rank,
+        launch.world_size);
+    impl_->backend = "nccl";
+  }
+#endif
+}
+
+Distributed::~Distributed() = default;
+
+int Distributed::rank() const { return impl_->launch.rank; }
+int Distributed::world_size() const { return impl_->launch.world_size; }
+const LaunchEnvironment& Distributed::launch() const { return impl_->launch; }
+double Distributed::timeout_s() const { return impl_->timeout_s; }
+const std::string& Distributed::backend() const { return impl_->backend; }
+
+std::string Distributed::store_text() const {
+  const auto& l = impl_->launch;
+  return l.master_addr + ":" + std::to_string(l.master_port) +
+         (l.agent_store ? " (hosted by torchrun's agent)" : " (hosted by rank 0)");
+}
+
+void Distributed::set(const std::string& key, const std::vector<std::uint8_t>& value) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->store->set(key, value);
+}
+
+std::optional<std::vector<std::uint8_t>> Distributed::try_get(const std::string& key) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  if (!impl_->store->check({key})) return std::nullopt;
+  return impl_->store->get(key);
+}
+
+std::int64_t Distributed::add(const std::string& key, std::int64_t delta) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->store->add(key, delta);
+}
+
+bool Distributed::remove(const std::string& key) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->store->deleteKey(key);
+}
+
+bool Distributed::same_on_every_rank(std::uint64_t fingerprint) {
+  // Both halves as non-negative 32-bit values in int64 lanes: lane 2k holds the maximum of
+  // a half, lane 2k+1 the maximum of its negation, i.e. minus its minimum.
+  const auto hi = static_cast<std::int64_t>(fingerprint >> 32);
+  const auto lo = static_cast<std::int64_t>(fingerprint & 0xffffffffULL);
+  std::vector<torch::Tensor> tensors{torch::tensor({hi, -hi, lo, -lo}, torch::kInt64)};
+  c10d::AllreduceOptions options;
+  options.reduceOp = c10d::ReduceOp::MAX;
+  try {
+    auto work = impl_->gloo->allreduce(tensors, options);
+    work->wait(to_ms(impl_->timeout_s));
+  } catch (const std::exception& e) {
+    throw core::Error("rank " + std::to_string(rank()) +
+                      ": a collective over the process group failed: " + e.what());
+  }
+  const auto r = tensors[0];
+  return r[0].item<std::int64_t>() == -r[1].item<std::int64_t>() &&
+         r[2].item<std::int64_t>() == -r[3].item<std::int64_t>();
+}
+
+}  // namespace gopt::experiments
