@@ -34,6 +34,7 @@ packages=(
   libbenchmark-dev
   libmetis-dev
   libtorch-dev libopenblas0-pthread
+  libgloo-dev
   libonnx-dev libprotobuf-dev
   python3-torch python3-torchvision python3-onnx
   python3
