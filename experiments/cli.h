@@ -3,7 +3,7 @@
 // the app through an `add_*_commands(app, context)` call made from build_cli().
 //
 // Exit status: 0 success, 1 bad input (file, config, graph), 2 bad usage (unknown
-// subcommand or flag), 3 internal error.
+// subcommand or flag), 3 internal error, 4 another rank of a distributed run failed.
 #pragma once
 
 #include <functional>
@@ -21,6 +21,7 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitInputError = 1;
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitInternal = 3;
+inline constexpr int kExitPeerFailure = 4;
 
 /// Where commands write. Tests pass string streams; main passes std::cout / std::cerr.
 struct CliContext {

@@ -1,6 +1,7 @@
 // `gopt run CONFIG [--out FILE] [--set path.to.key=value ...] [--resume] [--overwrite]
-//           [--jobs N]`: runs an experiment config (docs/config.md) and writes its results
-// to HDF5 (docs/results-format.md).
+//           [--jobs N] [--peer-timeout S]`: runs an experiment config (docs/config.md) and
+// writes its results to HDF5 (docs/results-format.md). Started by torchrun (RANK,
+// WORLD_SIZE, ... set), the ranks share the jobs and rank 0 writes (docs/scaling-out.md).
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -18,8 +19,10 @@
 #include "core/errors.h"
 #include "experiments/cli.h"
 #include "experiments/config.h"
+#include "experiments/distributed.h"
 #include "experiments/hdf5_sink.h"
 #include "experiments/machine_info.h"
+#include "experiments/run_team.h"
 #include "experiments/runner.h"
 #include "experiments/version.h"
 
@@ -72,7 +75,24 @@ struct RunArgs {
   double heartbeat_s = 30;
   double snapshot_s = 60;
   double curve_flush_s = 30;
+  double peer_timeout_s = 60;
 };
+
+// A rank other than 0 writes nothing itself: its results go to rank 0 (RunnerOptions::team).
+class DiscardSink final : public ResultSink {
+ public:
+  void begin(const RunMetadata& /*metadata*/) override {}
+  void write(const RunResult& /*result*/) override {}
+};
+
+std::uint64_t fnv1a(const std::string& s) {
+  std::uint64_t h = 14695981039346656037ULL;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
 
 std::string quote(const std::string& s) {
   if (s.find_first_of(" '\"$\\") == std::string::npos) return s;
@@ -93,6 +113,11 @@ void remove_snapshots(const std::string& dir) {
   std::filesystem::remove(dir, ec);
 }
 
+int run_remote_rank(const RunArgs& args, const ExperimentConfig& config, StoreRunTeam& team,
+                    CliContext& ctx);
+int run_writer(const RunArgs& args, ExperimentConfig& config, const std::string& out,
+               const std::string& cpu_numerics, StoreRunTeam* team, CliContext& ctx);
+
 int run_experiment_command(const RunArgs& args, CliContext& ctx) {
   if (args.resume && args.overwrite) {
     ctx.err << "gopt: error: --resume and --overwrite exclude each other\n";
@@ -111,6 +136,76 @@ int run_experiment_command(const RunArgs& args, CliContext& ctx) {
   }
   // Read before any file is opened: a bad GOPT_CPU_KERNEL must leave an existing file alone.
   const std::string cpu_numerics = agents::cpu_numerics_description();
+
+  // Started by torchrun (or with its variables): join the other ranks before anything else;
+  // without them, or with WORLD_SIZE=1, the run is this process's alone.
+  const auto launch = read_launch_environment(process_environment());
+  std::unique_ptr<Distributed> peers;
+  std::unique_ptr<StoreRunTeam> team;
+  if (launch && launch->world_size > 1) {
+    // Stale snapshots go before any rank can start a job: joining waits for every rank.
+    if (!console_only && !args.resume) remove_snapshots(snapshot_dir_for(out));
+    peers =
+        std::make_unique<Distributed>(*launch, DistributedOptions().timeout(args.peer_timeout_s));
+    team = std::make_unique<StoreRunTeam>(*peers);
+    // Every rank must deal the same jobs: the same resolved config and results file.
+    if (!peers->same_on_every_rank(fnv1a(config.resolved_yaml + "\n" + out))) {
+      team->abort("the ranks were started with different configs, --set or --out");
+      throw core::InputError(args.config, "",
+                             "the ranks were started with different configs, --set or --out "
+                             "(each rank must run the same gopt run command)");
+    }
+  }
+  const bool remote = team && team->rank() != 0;
+  if (remote) return run_remote_rank(args, config, *team, ctx);
+  try {
+    return run_writer(args, config, out, cpu_numerics, team.get(), ctx);
+  } catch (const std::exception& e) {
+    if (team) team->abort(e.what());
+    throw;
+  }
+}
+
+// A rank other than 0: runs its share and sends every result to rank 0; quiet unless the
+// run fails (rank 0 reports the jobs and the failed ones).
+int run_remote_rank(const RunArgs& args, const ExperimentConfig& config, StoreRunTeam& team,
+                    CliContext& ctx) {
+  RunSummary summary;
+  try {
+    const RunStart start = team.share_start({});
+    DiscardSink sink;
+    const std::string out = args.out.empty() ? config.output : args.out;
+    RunnerOptions options;
+    options.parallel_jobs(args.jobs)
+        .stop_flag(g_stop_requested)
+        .skip(start.done)
+        .on_team(team)
+        .snapshots_in(out == "-" ? std::string() : snapshot_dir_for(out), args.snapshot_s);
+    // Checkpoints and snapshots are written beside the results file, on this machine too.
+    std::error_code ec;
+    if (out != "-") {
+      const auto parent = std::filesystem::path(out).parent_path();
+      if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+    }
+    StopOnSignal stop_on_signal;
+    summary = run_experiment(config, sink, options);
+  } catch (const std::exception& e) {
+    team.abort(e.what());
+    throw;
+  }
+  if (!summary.team_failure.empty()) {
+    ctx.err << "gopt: error: rank " << team.rank() << ": " << summary.team_failure << "\n";
+    return kExitPeerFailure;
+  }
+  // Failed jobs are rank 0's to report (and its exit status); under torchrun a non-zero
+  // status here would make the agent stop rank 0 while it still writes.
+  return summary.interrupted ? kExitInterrupted : kExitOk;
+}
+
+// Rank 0, or a run alone: opens the results file and writes every result.
+int run_writer(const RunArgs& args, ExperimentConfig& config, const std::string& out,
+               const std::string& cpu_numerics, StoreRunTeam* team, CliContext& ctx) {
+  const bool console_only = out == "-";
   OpenMode mode =
       args.resume ? OpenMode::kResume : (args.overwrite ? OpenMode::kOverwrite : OpenMode::kCreate);
   std::error_code ec;
@@ -119,6 +214,8 @@ int run_experiment_command(const RunArgs& args, CliContext& ctx) {
   std::unique_ptr<Hdf5Sink> file;
   ConsoleSink console(ctx.out);
   if (!console_only) file = std::make_unique<Hdf5Sink>(out, Hdf5SinkOptions().mode(mode));
+  const std::vector<ResultKey> done = file ? file->existing() : std::vector<ResultKey>{};
+  if (team) team->share_start({done});
   ResultSink& sink = console_only ? static_cast<ResultSink&>(console) : *file;
   if (file && args.resume && !file->existing_config().empty() &&
       file->existing_config() != config.resolved_yaml) {
@@ -143,7 +240,7 @@ int run_experiment_command(const RunArgs& args, CliContext& ctx) {
   std::string snapshots;
   if (!console_only) {
     snapshots = snapshot_dir_for(out);
-    if (!args.resume) remove_snapshots(snapshots);
+    if (!args.resume && !team) remove_snapshots(snapshots);  // shared: before joining
   }
 
   const bool live = &ctx.err == &std::cerr && isatty(STDERR_FILENO) != 0;
@@ -152,10 +249,11 @@ int run_experiment_command(const RunArgs& args, CliContext& ctx) {
       .progress_to(ctx.err, live)
       .heartbeat_every(args.heartbeat_s)
       .stop_flag(g_stop_requested)
-      .skip(file ? file->existing() : std::vector<ResultKey>{})
+      .skip(done)
       .with_metadata(metadata)
       .snapshots_in(snapshots, args.snapshot_s)
       .flush_curves_every(console_only ? 0 : args.curve_flush_s);
+  if (team) options.on_team(*team);
 
   RunSummary summary;
   try {
@@ -184,6 +282,14 @@ int run_experiment_command(const RunArgs& args, CliContext& ctx) {
   std::string again = "gopt run " + quote(args.config) + " --out " + quote(out);
   for (const auto& s : args.sets) again += " --set " + quote(s);
   again += " --resume";
+  if (!summary.team_failure.empty()) {
+    ctx.err << "gopt: error: " << summary.team_failure << "\n";
+    if (!console_only) {
+      ctx.err << "finished results are in " << out
+              << "; continue with the same launch and: " << again << "\n";
+    }
+    return kExitPeerFailure;
+  }
   if (!summary.failures.empty()) {
     ctx.err << "gopt: error: " << summary.failures.size() << " jobs failed:\n";
     for (const auto& f : summary.failures) ctx.err << "  " << f << "\n";
@@ -236,6 +342,11 @@ void add_run_command(CLI::App& app, CliContext& context) {
                   "results file, where `gopt table` and the notebooks show it as running; "
                   "0: only with the finished result")
       ->check(non_negative_number())
+      ->capture_default_str();
+  cmd->add_option("--peer-timeout", args->peer_timeout_s,
+                  "Under torchrun (docs/scaling-out.md): seconds to reach the store and for every "
+                  "rank to join, and the silence after which a rank counts as dead")
+      ->check(positive_number())
       ->capture_default_str();
   cmd->add_option("--heartbeat", args->heartbeat_s,
                   "Without a terminal: print a status line when nothing finished for this many "

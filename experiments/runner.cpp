@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <numeric>
 #include <optional>
 #include <ostream>
 #include <set>
@@ -28,6 +29,7 @@
 #include "datasets/workload_registry.h"
 #include "experiments/job_time_model.h"
 #include "experiments/machine_info.h"
+#include "experiments/run_team.h"
 #include "experiments/work_queue.h"
 #include "hardware/cost_model.h"
 #include "hardware/profile.h"
@@ -135,6 +137,13 @@ class Progress {
     r.learner = false;
   }
 
+  // A worker slot for another rank's worker (rank 0 of a run shared by ranks); its index.
+  int add_worker() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    running_.emplace_back();
+    return static_cast<int>(running_.size()) - 1;
+  }
+
   void training_step(int worker, std::int64_t step) {
     std::lock_guard<std::mutex> lock(mutex_);
     auto& r = running_[static_cast<std::size_t>(worker)];
@@ -213,7 +222,8 @@ class Progress {
       }
       remaining += std::max(0.0, expected - so_far);
     }
-    return ", ETA " + clock_text(remaining / static_cast<double>(running_.size()));
+    const auto workers = std::max<std::size_t>(running_.size(), 1);
+    return ", ETA " + clock_text(remaining / static_cast<double>(workers));
   }
 
   void draw_bar() {
@@ -336,17 +346,34 @@ class LiveCurve {
   double last_cost_s_ = 0;
 };
 
-// Records the learning curve, feeds the progress display and the live curve, and stops
-// training when the stop flag is set.
+// Records the learning curve, feeds the progress display (on a rank other than 0, rank
+// 0's through `team`) and the live curve, and stops training when the stop flag is set.
 class CurveRecorder final : public agents::TrainingObserver {
  public:
   CurveRecorder(std::vector<agents::LearningCurvePoint>& curve, Progress& progress, int worker,
-                const std::atomic<bool>* stop, LiveCurve* live = nullptr)
-      : curve_(curve), progress_(progress), worker_(worker), stop_(stop), live_(live) {}
+                const std::atomic<bool>* stop, RunTeam* team, LiveCurve* live = nullptr)
+      : curve_(curve),
+        progress_(progress),
+        worker_(worker),
+        stop_(stop),
+        team_(team),
+        live_(live) {}
   void on_training_step(const agents::LearningCurvePoint& point) override {
     curve_.push_back(point);
     progress_.training_step(worker_, point.step);
     if (live_) live_->point(curve_);
+    if (team_) {
+      TeamEvent e;
+      e.kind = TeamEvent::Kind::kStep;
+      e.worker = worker_;
+      e.step = point.step;
+      try {
+        team_->send(e);
+      } catch (const std::exception&) {
+        // Only the display misses a step; a store that is gone stops the run through
+        // RunTeam::failure, not as this job's failure.
+      }
+    }
     if (stop_ && stop_->load()) throw Interrupted{};
   }
 
@@ -355,6 +382,7 @@ class CurveRecorder final : public agents::TrainingObserver {
   Progress& progress_;
   int worker_;
   const std::atomic<bool>* stop_;
+  RunTeam* team_;
   LiveCurve* live_;
 };
 
@@ -539,6 +567,88 @@ std::vector<RunResult> run_unit(const Shared& shared, const Unit& unit,
   return results;
 }
 
+// Runs this rank's share of a run shared by ranks: `workers` threads run `work` while this
+// thread watches. On rank 0 it hands each event of the other ranks to `handle` with the
+// progress slot of the worker that sent it, until every rank is done. It sets `halt` when
+// the caller's `stop` flag is set, when `failed()` (a sink or a send failed), or when
+// another rank fails (summary.team_failure then says which and why). A rank other than 0
+// ends by telling rank 0 that it is done.
+template <typename Work, typename Handle, typename Failed>
+void run_shared(RunTeam& team, int workers, Work& work, std::atomic<bool>& halt,
+                const std::atomic<bool>* stop, Handle handle, Failed failed, Progress& progress,
+                RunSummary& summary) {
+  // After a stop (Ctrl-C, or torchrun's agent stopping every worker), rank 0 waits this long
+  // for the others to send what they finished before it exits.
+  constexpr double kDrainSeconds = 5;
+  const bool remote = team.rank() != 0;
+  std::atomic<int> running{workers};
+  std::vector<std::thread> threads;
+  for (int w = 0; w < workers; ++w) {
+    threads.emplace_back([&work, &running, w] {
+      work(w);
+      --running;
+    });
+  }
+  std::map<std::pair<int, int>, int> slots;  // (rank, worker) -> progress slot
+  std::vector<char> done(static_cast<std::size_t>(team.size()), 0);
+  done[0] = 1;
+  std::optional<Clock::time_point> halted_at;
+  bool interrupted = false;
+  for (;;) {
+    if (!halted_at && stop != nullptr && stop->load()) {
+      halt = true;
+      interrupted = true;
+      halted_at = Clock::now();
+    }
+    if (!halted_at && failed()) {
+      halt = true;
+      halted_at = Clock::now();
+    }
+    if (summary.team_failure.empty()) {
+      if (auto why = team.failure()) {
+        summary.team_failure = *why;
+        halt = true;
+      }
+    }
+    if (!remote && summary.team_failure.empty()) {
+      try {
+        for (const auto& e : team.receive()) {
+          const auto key = std::make_pair(e.rank, e.worker);
+          auto it = slots.find(key);
+          if (it == slots.end()) it = slots.emplace(key, progress.add_worker()).first;
+          if (e.kind == TeamEvent::Kind::kDone) done[static_cast<std::size_t>(e.rank)] = 1;
+          if (!handle(e, it->second) && !halted_at) {
+            halt = true;
+            halted_at = Clock::now();
+          }
+        }
+      } catch (const std::exception& e) {
+        summary.team_failure = std::string("reading the other ranks' results: ") + e.what();
+        halt = true;
+      }
+    }
+    if (running == 0) {
+      const bool all_done = std::all_of(done.begin(), done.end(), [](char d) { return d != 0; });
+      const bool drained =
+          halted_at &&
+          std::chrono::duration<double>(Clock::now() - *halted_at).count() > kDrainSeconds;
+      if (remote || all_done || !summary.team_failure.empty() || drained) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  for (auto& t : threads) t.join();
+  if (remote && summary.team_failure.empty()) {
+    TeamEvent e;
+    e.kind = TeamEvent::Kind::kDone;
+    e.interrupted = interrupted;
+    try {
+      team.send(e);
+    } catch (const std::exception& ex) {
+      summary.team_failure = std::string("telling rank 0 this rank is done: ") + ex.what();
+    }
+  }
+}
+
 }  // namespace
 
 std::string snapshot_dir_for(const std::string& results_file) {
@@ -713,23 +823,91 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
                  learns, learns ? j.agent->budget.max_steps : 0},
          1});
   }
-  sink.begin(options.metadata);
+  // A run shared by ranks: rank 0 writes every result; the others send theirs to it.
+  RunTeam* team = options.team;
+  const bool remote = team != nullptr && team->rank() != 0;
+  if (!remote) sink.begin(options.metadata);
   if (items.empty()) {
     summary.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
     return summary;
   }
-  const int workers = std::max(1, std::min(options.jobs, static_cast<int>(items.size())));
-  Progress progress(options.progress, options.live_bar, options.heartbeat_s, items, workers);
-  WorkQueue queue(waits_for, options.stop);
+  // The items this process runs, in the order it takes them (all of them, in config order,
+  // when it runs alone), and what each waits for among them.
+  std::vector<std::size_t> mine;
+  std::vector<std::ptrdiff_t> local_waits;
+  if (team == nullptr) {
+    mine.resize(items.size());
+    std::iota(mine.begin(), mine.end(), std::size_t{0});
+    local_waits = waits_for;
+  } else {
+    const JobTimeModel prior;  // nothing finished: the cost model's prior
+    std::vector<double> expected;
+    for (const auto& item : items) expected.push_back(prior.expected_s(item.cost));
+    const RankPlan plan = plan_ranks(expected, waits_for, team->size());
+    std::vector<int> rank_of = plan.rank_of;
+    team->share_plan(rank_of);  // rank 0's plan is everyone's
+    std::vector<std::ptrdiff_t> local_of(items.size(), -1);
+    for (const auto& dealt : plan.order) {
+      for (const auto i : dealt) {
+        if (rank_of[i] != team->rank()) continue;
+        local_of[i] = static_cast<std::ptrdiff_t>(mine.size());
+        mine.push_back(i);
+      }
+    }
+    for (const auto i : mine) {
+      const auto w = waits_for[i];
+      GOPT_ASSERT(w < 0 || local_of[static_cast<std::size_t>(w)] >= 0,
+                  "a job runs on the rank of the pretraining it waits for");
+      local_waits.push_back(w < 0 ? -1 : local_of[static_cast<std::size_t>(w)]);
+    }
+  }
+  const int workers = team == nullptr
+                          ? std::max(1, std::min(options.jobs, static_cast<int>(mine.size())))
+                          : std::min(options.jobs, static_cast<int>(mine.size()));
+  Progress progress(remote ? nullptr : options.progress, options.live_bar, options.heartbeat_s,
+                    items, workers);
+  // Alone, the run stops on the caller's flag; shared, on `halt`, which the loop below
+  // sets on the caller's flag or when another rank fails.
+  std::atomic<bool> halt{false};
+  const std::atomic<bool>* stop = team == nullptr ? options.stop : &halt;
+  WorkQueue queue(local_waits, stop);
   std::vector<char> unit_failed(units.size(), 0);
   std::mutex sink_mutex;  // sinks see one call at a time; also guards `summary`, unit_failed
   std::optional<std::string> sink_error;
   std::int64_t rows_to_write = 0;
-  for (const auto& item : items) rows_to_write += item.rows;
-  LiveCurve::Shared live_shared{sink, sink_mutex, progress, options.curve_flush_s};
+  if (remote) {
+    for (const auto i : mine) rows_to_write += items[i].rows;
+  } else {
+    for (const auto& item : items) rows_to_write += item.rows;
+  }
+  // A rank other than 0 has no file: its learners' running curves are not written.
+  LiveCurve::Shared live_shared{sink, sink_mutex, progress, remote ? 0 : options.curve_flush_s};
 
-  // Writes an item's rows; false when the sink failed (the run stops).
+  // Hands an event to rank 0 (a rank other than 0); false when that failed (the run stops).
+  auto send = [&](const TeamEvent& event) {
+    try {
+      team->send(event);
+      return true;
+    } catch (const std::exception& e) {
+      std::lock_guard<std::mutex> lock(sink_mutex);
+      if (!sink_error) sink_error = std::string("sending to rank 0: ") + e.what();
+      return false;
+    }
+  };
+  // Writes an item's rows (rank 0 and a run alone) or sends them to rank 0; false when
+  // that failed (the run stops).
   auto write = [&](int worker, std::vector<RunResult> results) {
+    if (remote) {
+      TeamEvent e;
+      e.kind = TeamEvent::Kind::kFinished;
+      e.worker = worker;
+      const auto n = static_cast<std::int64_t>(results.size());
+      e.results = std::move(results);
+      if (!send(e)) return false;
+      std::lock_guard<std::mutex> lock(sink_mutex);
+      summary.completed += n;
+      return true;
+    }
     std::vector<std::string> lines;
     {
       std::lock_guard<std::mutex> lock(sink_mutex);
@@ -747,16 +925,68 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
     progress.finished(worker, lines);
     return true;
   };
-  auto fail = [&](int worker, const std::vector<const Job*>& failed, const std::string& message) {
+  // Records failed jobs, given as (job, message).
+  auto fail_jobs = [&](int worker, const std::vector<std::pair<std::string, std::string>>& failed) {
     std::vector<std::string> lines;
     {
       std::lock_guard<std::mutex> lock(sink_mutex);
-      for (const auto* j : failed) {
-        summary.failures.push_back(j->key.text() + ": " + message);
-        lines.push_back(j->key.text() + ": FAILED: " + message);
+      for (const auto& [job, message] : failed) {
+        summary.failures.push_back(job + ": " + message);
+        lines.push_back(job + ": FAILED: " + message);
       }
     }
+    if (remote) {
+      TeamEvent e;
+      e.kind = TeamEvent::Kind::kFinished;
+      e.worker = worker;
+      e.failures = failed;
+      send(e);
+    }
     progress.finished(worker, lines);
+  };
+  auto fail = [&](int worker, const std::vector<const Job*>& failed, const std::string& message) {
+    std::vector<std::pair<std::string, std::string>> named;
+    for (const auto* j : failed) named.emplace_back(j->key.text(), message);
+    fail_jobs(worker, named);
+  };
+  auto message = [&](const std::string& line) {
+    if (remote) {
+      TeamEvent e;
+      e.kind = TeamEvent::Kind::kMessage;
+      e.text = line;
+      send(e);
+    } else {
+      progress.message(line);
+    }
+  };
+  // Item `i` started on progress slot `slot`: the display, and rank 0 when remote.
+  auto item_started = [&](int slot, std::size_t i) {
+    if (i < units.size()) {
+      const Unit& unit = units[i];
+      const AgentConfig& a = *unit.agent;
+      const std::string label = a.name + " (seed " + std::to_string(unit.seed) + ")";
+      progress.started(slot, i, "pretraining " + label, a.budget.max_steps);
+      if (!remote) {
+        progress.message(
+            "gopt: pretraining " + label + " on " + std::to_string(training.size()) +
+            (training.size() == 1 ? " graph" : " graphs") +
+            (validation.empty()
+                 ? std::string()
+                 : " (checkpoint chosen on " + std::to_string(validation.size()) + " validation)") +
+            ", up to " + std::to_string(a.budget.max_steps) + " updates -> " +
+            pretrain_checkpoint(config, a, unit.seed));
+      }
+    } else {
+      const Job& job = jobs[i - units.size()];
+      progress.started(slot, i, job.key.text(), job.agent->budget.max_steps);
+    }
+    if (remote) {
+      TeamEvent e;
+      e.kind = TeamEvent::Kind::kStarted;
+      e.worker = slot;
+      e.item = static_cast<std::int64_t>(i);
+      send(e);
+    }
   };
 
   auto work = [&](int worker) {
@@ -771,7 +1001,8 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
       }
       const auto next = queue.next();
       if (!next) return;
-      const std::size_t i = *next;
+      const std::size_t k = *next;  // in the queue
+      const std::size_t i = mine[k];
       std::vector<agents::LearningCurvePoint> curve;
       // What /running shows of this item while it trains (learners only).
       RunningJob running;
@@ -787,20 +1018,13 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
       }
       std::optional<LiveCurve> live;
       if (!running.rows.empty()) live.emplace(live_shared, std::move(running));
-      CurveRecorder recorder(curve, progress, worker, options.stop, live ? &*live : nullptr);
+      CurveRecorder recorder(curve, progress, worker, stop, remote ? team : nullptr,
+                             live ? &*live : nullptr);
+      item_started(worker, i);
       if (i < units.size()) {
         const Unit& unit = units[i];
         const AgentConfig& a = *unit.agent;
         const std::string label = a.name + " (seed " + std::to_string(unit.seed) + ")";
-        progress.started(worker, i, "pretraining " + label, a.budget.max_steps);
-        progress.message(
-            "gopt: pretraining " + label + " on " + std::to_string(training.size()) +
-            (training.size() == 1 ? " graph" : " graphs") +
-            (validation.empty()
-                 ? std::string()
-                 : " (checkpoint chosen on " + std::to_string(validation.size()) + " validation)") +
-            ", up to " + std::to_string(a.budget.max_steps) + " updates -> " +
-            pretrain_checkpoint(config, a, unit.seed));
         std::vector<RunResult> results;
         std::int64_t checkpoint_steps = 0;
         try {
@@ -808,7 +1032,7 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
                              checkpoint_steps);
         } catch (const Interrupted&) {
           if (live) live->end(curve, "stopped", "");
-          queue.ended(i);
+          queue.ended(k);
           return;
         } catch (const std::exception& e) {
           {
@@ -817,23 +1041,22 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
           }
           if (live) live->end(curve, "failed", e.what());
           fail(worker, unit.rows, e.what());
-          queue.ended(i);
+          queue.ended(k);
           continue;
         }
         // The checkpoint is written: its consumers may start while the rows are written.
-        queue.ended(i);
+        queue.ended(k);
         if (!validation.empty()) {
-          progress.message("gopt: " + label + ": the checkpoint holds the policy after update " +
-                           std::to_string(checkpoint_steps) + " of " +
-                           std::to_string(curve.empty() ? 0 : curve.back().step) +
-                           ", the best on the validation graphs");
+          message("gopt: " + label + ": the checkpoint holds the policy after update " +
+                  std::to_string(checkpoint_steps) + " of " +
+                  std::to_string(curve.empty() ? 0 : curve.back().step) +
+                  ", the best on the validation graphs");
         }
         if (!write(worker, std::move(results))) return;
         remove_snapshot(job_snapshots(options, config, a, pretrain_what(config), unit.seed));
         continue;
       }
       const Job& job = jobs[i - units.size()];
-      progress.started(worker, i, job.key.text(), job.agent->budget.max_steps);
       const auto u = waits_for[i];
       bool pretraining_failed = false;
       if (u >= 0) {
@@ -845,7 +1068,7 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
         fail(worker, {&job},
              "not run: its pretraining, " + unit.agent->name + " (seed " +
                  std::to_string(unit.seed) + "), failed");
-        queue.ended(i);
+        queue.ended(k);
         continue;
       }
       const auto snapshots =
@@ -859,28 +1082,64 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
       } catch (const std::exception& e) {
         if (live) live->end(curve, "failed", e.what());
         fail(worker, {&job}, e.what());
-        queue.ended(i);
+        queue.ended(k);
         continue;
       }
-      queue.ended(i);
+      queue.ended(k);
       result.learning_curve = std::move(curve);
       if (!write(worker, {std::move(result)})) return;
       remove_snapshot(snapshots);
     }
   };
 
-  if (workers == 1) {
-    work(0);
+  if (team == nullptr) {
+    if (workers == 1) {
+      work(0);
+    } else {
+      std::vector<std::thread> threads;
+      for (int w = 0; w < workers; ++w) threads.emplace_back(work, w);
+      for (auto& t : threads) t.join();
+    }
   } else {
-    std::vector<std::thread> threads;
-    for (int w = 0; w < workers; ++w) threads.emplace_back(work, w);
-    for (auto& t : threads) t.join();
+    run_shared(
+        *team, workers, work, halt, options.stop,
+        [&](const TeamEvent& e, int slot) {
+          switch (e.kind) {
+            case TeamEvent::Kind::kStarted:
+              GOPT_ASSERT(e.item >= 0 && static_cast<std::size_t>(e.item) < items.size(),
+                          "a started item of this run");
+              item_started(slot, static_cast<std::size_t>(e.item));
+              break;
+            case TeamEvent::Kind::kStep:
+              progress.training_step(slot, e.step);
+              break;
+            case TeamEvent::Kind::kFinished:
+              if (!e.failures.empty()) fail_jobs(slot, e.failures);
+              if (!e.results.empty() && !write(slot, e.results)) return false;
+              break;
+            case TeamEvent::Kind::kMessage:
+              progress.message(e.text);
+              break;
+            case TeamEvent::Kind::kDone:
+              if (e.interrupted) summary.interrupted = true;
+              break;
+          }
+          return true;
+        },
+        [&] {
+          std::lock_guard<std::mutex> lock(sink_mutex);
+          return sink_error.has_value();
+        },
+        progress, summary);
   }
   progress.stop();
-  if (sink_error) throw core::Error("writing results: " + *sink_error);
+  if (sink_error && summary.team_failure.empty()) {
+    throw core::Error("writing results: " + *sink_error);
+  }
   summary.interrupted =
-      options.stop && options.stop->load() &&
-      summary.completed + static_cast<std::int64_t>(summary.failures.size()) < rows_to_write;
+      summary.interrupted ||
+      (stop && stop->load() && summary.team_failure.empty() &&
+       summary.completed + static_cast<std::int64_t>(summary.failures.size()) < rows_to_write);
   summary.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
   return summary;
 }

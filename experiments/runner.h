@@ -20,6 +20,8 @@
 
 namespace gopt::experiments {
 
+class RunTeam;
+
 /// How to run. Defaults: one job at a time, no progress display, never interrupted.
 struct RunnerOptions {
   int jobs = 1;                             ///< jobs run at once, each in its own thread
@@ -39,6 +41,11 @@ struct RunnerOptions {
   /// this many wall-clock seconds apart, and at least 20 times the last flush's own time
   /// apart (so flushing takes at most 5% of a job); 0: only with the finished result.
   double curve_flush_s = 30;
+  /// The other ranks of a run shared by several processes (experiments/run_team.h); null:
+  /// this process runs every job. Shared, each rank runs the items plan_ranks deals it;
+  /// rank 0 writes every result to its sink and shows the progress of the whole run, the
+  /// others send theirs to it (their sink and progress stream are not used).
+  RunTeam* team = nullptr;
 
   RunnerOptions& parallel_jobs(int n) {
     jobs = n;
@@ -69,6 +76,10 @@ struct RunnerOptions {
     curve_flush_s = seconds;
     return *this;
   }
+  RunnerOptions& on_team(RunTeam& t) {
+    team = &t;
+    return *this;
+  }
   RunnerOptions& snapshots_in(std::string dir, double interval_s = 60) {
     snapshot_dir = std::move(dir);
     snapshot_interval_s = interval_s;
@@ -83,6 +94,9 @@ struct RunSummary {
   std::int64_t completed = 0;         ///< written to the sink by this run
   std::vector<std::string> failures;  ///< "workload / agent / seed N: message"
   bool interrupted = false;           ///< the stop flag was set before every job finished
+  /// Why a run shared by ranks stopped early: a rank that stopped answering or failed
+  /// ("rank 1 stopped answering: ..."); "" when it did not.
+  std::string team_failure;
   double wall_s = 0;
 };
 
