@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <limits>
 #include <mutex>
+#include <sstream>
 
 #include "core/errors.h"
 
@@ -44,6 +45,18 @@ bool parse_bool(const std::string& name, const std::string& text) {
   if (text == "True" || text == "true" || text == "1") return true;
   if (text == "False" || text == "false" || text == "0") return false;
   throw core::InputError(variable(name), "", "expected True or False, found '" + text + "'");
+}
+
+// LibTorch's errors carry a C++ backtrace in what(); messages for people leave it out.
+std::string message_of(const std::exception& e) {
+  if (const auto* c10 = dynamic_cast<const c10::Error*>(&e)) return c10->what_without_backtrace();
+  return e.what();
+}
+
+std::string seconds_text(double seconds) {
+  std::ostringstream s;
+  s << seconds << " s";
+  return s.str();
 }
 
 std::chrono::milliseconds to_ms(double seconds) {
@@ -150,8 +163,8 @@ Distributed::Distributed(const LaunchEnvironment& launch, DistributedOptions opt
     throw core::InputError(
         "environment variables MASTER_ADDR and MASTER_PORT", "",
         std::string(store_options.isServer ? "rank 0 could not host" : "could not reach") +
-            " the store at " + store_text() + " within " + std::to_string(options.timeout_s) +
-            " s: " + e.what());
+            " the store at " + store_text() + " within " + seconds_text(options.timeout_s) + ": " +
+            message_of(e));
   }
   // Keys of an earlier attempt of the same torchrun job (a restart) are not this one's.
   impl_->store = c10::make_intrusive<c10d::PrefixStore>(
@@ -170,10 +183,10 @@ Distributed::Distributed(const LaunchEnvironment& launch, DistributedOptions opt
         c10::make_intrusive<c10d::PrefixStore>("gloo", impl_->store), launch.rank,
         launch.world_size, gloo_options);
   } catch (const std::exception& e) {
-    throw core::Error(
-        "rank " + std::to_string(launch.rank) + ": not every one of the " +
-        std::to_string(launch.world_size) + " ranks joined the process group within " +
-        std::to_string(options.timeout_s) + " s (store " + store_text() + "): " + e.what());
+    throw core::Error("rank " + std::to_string(launch.rank) + ": not every one of the " +
+                      std::to_string(launch.world_size) +
+                      " ranks joined the process group within " + seconds_text(options.timeout_s) +
+                      " (store " + store_text() + "): " + message_of(e));
   }
 #if defined(GOPT_HAVE_C10D_NCCL)
   if (torch::cuda::is_available()) {
@@ -199,25 +212,37 @@ std::string Distributed::store_text() const {
          (l.agent_store ? " (hosted by torchrun's agent)" : " (hosted by rank 0)");
 }
 
-void Distributed::set(const std::string& key, const std::vector<std::uint8_t>& value) {
+// Store calls: one at a time, LibTorch's errors as core::Error naming the store.
+template <typename Call>
+auto Distributed::store_call(Call call) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  impl_->store->set(key, value);
+  try {
+    return call(*impl_->store);
+  } catch (const std::exception& e) {
+    throw core::Error("the store " + store_text() + ": " + message_of(e));
+  }
+}
+
+void Distributed::set(const std::string& key, const std::vector<std::uint8_t>& value) {
+  store_call([&](c10d::Store& s) {
+    s.set(key, value);
+    return 0;
+  });
 }
 
 std::optional<std::vector<std::uint8_t>> Distributed::try_get(const std::string& key) {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  if (!impl_->store->check({key})) return std::nullopt;
-  return impl_->store->get(key);
+  return store_call([&](c10d::Store& s) -> std::optional<std::vector<std::uint8_t>> {
+    if (!s.check({key})) return std::nullopt;
+    return s.get(key);
+  });
 }
 
 std::int64_t Distributed::add(const std::string& key, std::int64_t delta) {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  return impl_->store->add(key, delta);
+  return store_call([&](c10d::Store& s) { return s.add(key, delta); });
 }
 
 bool Distributed::remove(const std::string& key) {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  return impl_->store->deleteKey(key);
+  return store_call([&](c10d::Store& s) { return s.deleteKey(key); });
 }
 
 bool Distributed::same_on_every_rank(std::uint64_t fingerprint) {
@@ -233,7 +258,7 @@ bool Distributed::same_on_every_rank(std::uint64_t fingerprint) {
     work->wait(to_ms(impl_->timeout_s));
   } catch (const std::exception& e) {
     throw core::Error("rank " + std::to_string(rank()) +
-                      ": a collective over the process group failed: " + e.what());
+                      ": a collective over the process group failed: " + message_of(e));
   }
   const auto r = tensors[0];
   return r[0].item<std::int64_t>() == -r[1].item<std::int64_t>() &&

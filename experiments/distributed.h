@@ -78,6 +78,7 @@ class Distributed {
   /// "HOST:PORT (hosted by rank 0)" or "... (hosted by torchrun's agent)", for messages.
   [[nodiscard]] std::string store_text() const;
 
+  /// Store calls throw core::Error naming the store when it cannot be reached.
   /// Stores `value` under `key` (replacing it).
   void set(const std::string& key, const std::vector<std::uint8_t>& value);
   /// The value under `key`, or none when there is none yet (never waits).
@@ -94,6 +95,9 @@ class Distributed {
   [[nodiscard]] bool same_on_every_rank(std::uint64_t fingerprint);
 
  private:
+  template <typename Call>
+  auto store_call(Call call);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -361,10 +361,10 @@ struct StoreRunTeam::Impl {
           }
         }
       } catch (const std::exception& e) {
+        // e names the store; hosted by rank 0, its silence is rank 0's.
         set_failure(peers.launch().agent_store
-                        ? "the store " + peers.store_text() + " is unreachable: " + e.what()
-                        : "rank 0 stopped answering: its store " + peers.store_text() +
-                              " is unreachable (" + e.what() + ")");
+                        ? std::string(e.what())
+                        : "rank 0 stopped answering (" + std::string(e.what()) + ")");
       }
       lock.lock();
       cv.wait_for(lock, std::chrono::duration<double>(beat_s));

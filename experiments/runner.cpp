@@ -896,7 +896,8 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
   };
   // Writes an item's rows (rank 0 and a run alone) or sends them to rank 0; false when
   // that failed (the run stops).
-  auto write = [&](int worker, std::vector<RunResult> results) {
+  // `where`: appended to each progress line (the rank that ran the job).
+  auto write = [&](int worker, std::vector<RunResult> results, const std::string& where = "") {
     if (remote) {
       TeamEvent e;
       e.kind = TeamEvent::Kind::kFinished;
@@ -915,7 +916,7 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
         for (const auto& r : results) {
           sink.write(r);
           ++summary.completed;
-          lines.push_back(result_line(r));
+          lines.push_back(result_line(r) + where);
         }
       } catch (const std::exception& e) {
         sink_error = e.what();
@@ -926,13 +927,14 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
     return true;
   };
   // Records failed jobs, given as (job, message).
-  auto fail_jobs = [&](int worker, const std::vector<std::pair<std::string, std::string>>& failed) {
+  auto fail_jobs = [&](int worker, const std::vector<std::pair<std::string, std::string>>& failed,
+                       const std::string& where = "") {
     std::vector<std::string> lines;
     {
       std::lock_guard<std::mutex> lock(sink_mutex);
       for (const auto& [job, message] : failed) {
         summary.failures.push_back(job + ": " + message);
-        lines.push_back(job + ": FAILED: " + message);
+        lines.push_back(job + ": FAILED: " + message + where);
       }
     }
     if (remote) {
@@ -959,6 +961,7 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
       progress.message(line);
     }
   };
+  auto on_rank = [](int rank) { return "  [rank " + std::to_string(rank) + "]"; };
   // Item `i` started on progress slot `slot`: the display, and rank 0 when remote.
   auto item_started = [&](int slot, std::size_t i) {
     if (i < units.size()) {
@@ -1114,8 +1117,8 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
               progress.training_step(slot, e.step);
               break;
             case TeamEvent::Kind::kFinished:
-              if (!e.failures.empty()) fail_jobs(slot, e.failures);
-              if (!e.results.empty() && !write(slot, e.results)) return false;
+              if (!e.failures.empty()) fail_jobs(slot, e.failures, on_rank(e.rank));
+              if (!e.results.empty() && !write(slot, e.results, on_rank(e.rank))) return false;
               break;
             case TeamEvent::Kind::kMessage:
               progress.message(e.text);
