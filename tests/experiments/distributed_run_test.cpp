@@ -5,10 +5,8 @@
 // neither torchrun nor `python3 -m torch.distributed.run` is found.
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -35,6 +33,8 @@ namespace gopt::experiments {
 namespace {
 
 namespace fs = std::filesystem;
+using gopt::testing::read_text;
+using gopt::testing::unused_local_port;
 using Clock = std::chrono::steady_clock;
 using gopt::testing::run_command;
 
@@ -68,31 +68,10 @@ std::size_t count_of(const std::string& haystack, const std::string& needle) {
   return n;
 }
 
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 fs::path temp_dir() {
   return gopt::testing::make_temp_dir(
       std::string("gopt_distributed_test_") +
       ::testing::UnitTest::GetInstance()->current_test_info()->name());
-}
-
-// A TCP port on localhost that nothing listens on now (bound, read and released).
-int free_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  socklen_t length = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &length);
-  close(fd);
-  return ntohs(addr.sin_port);
 }
 
 double seconds_since(Clock::time_point start) {
@@ -174,7 +153,7 @@ TEST(TorchrunTest, TwoRanksGiveTheResultsOfOneProcess) {
   auto two =
       run_command(torchrun() + " --redirects 1 --tee 1 --log_dir " + (dir / "logs").string() +
                   " --no_python --nproc_per_node 2 --master_addr 127.0.0.1 --master_port " +
-                  std::to_string(free_port()) + " " + kGopt + " run " + config.string() +
+                  std::to_string(unused_local_port()) + " " + kGopt + " run " + config.string() +
                   " --out " + (dir / "two.h5").string());
   const double two_s = seconds_since(start);
   ASSERT_EQ(two.exit_code, 0) << two.out << two.err;
@@ -262,7 +241,7 @@ TEST(RankFaultTest, AKilledRankIsNamedAndResumeCompletesTheFile) {
   ASSERT_EQ(alone.exit_code, 0) << alone.err;
 
   auto file = dir / "killed.h5";
-  const int port = free_port();
+  const int port = unused_local_port();
   const std::vector<std::string> args{"run",         config.string(),  "--out",
                                       file.string(), "--peer-timeout", "5"};
   pid_t rank0 = spawn_rank(0, 2, port, args, dir / "out0.txt", dir / "err0.txt");
@@ -316,7 +295,7 @@ TEST(RankFaultTest, AKilledRankIsNamedAndResumeCompletesTheFile) {
 TEST(RankFaultTest, RanksWithDifferentConfigsStop) {
   auto dir = temp_dir();
   auto config = write_slow_config(dir);
-  const int port = free_port();
+  const int port = unused_local_port();
   auto file = dir / "mixed.h5";
   pid_t rank0 = spawn_rank(0, 2, port,
                            {"run", config.string(), "--out", file.string(), "--peer-timeout", "10"},

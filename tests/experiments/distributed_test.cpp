@@ -2,8 +2,6 @@
 // and their errors, an unreachable store, how items are dealt to ranks, and the bytes a
 // rank sends to rank 0.
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -16,9 +14,12 @@
 #include "experiments/distributed.h"
 #include "experiments/run_team.h"
 #include "tests/support/expect_error.h"
+#include "tests/support/files.h"
 
 namespace gopt::experiments {
 namespace {
+
+using gopt::testing::unused_local_port;
 
 using gopt::testing::contains;
 using gopt::testing::error_of;
@@ -141,26 +142,12 @@ TEST(LaunchEnvironmentTest, AWrongValueIsNamedWithWhatWasFound) {
   EXPECT_TRUE(contains(e, "environment variable WORLD_SIZE:")) << e;
 }
 
-// A TCP port on localhost that nothing listens on (bound, read and released).
-int unused_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  socklen_t length = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &length);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
 TEST(DistributedTest, AnUnreachableStoreIsAnInputErrorWithinTheTimeout) {
   LaunchEnvironment launch;
   launch.rank = 1;
   launch.world_size = 2;
   launch.master_addr = "127.0.0.1";
-  launch.master_port = unused_port();
+  launch.master_port = unused_local_port();
   const auto start = std::chrono::steady_clock::now();
   const auto e = error_of([&] { Distributed peers(launch, DistributedOptions().timeout(1)); });
   const double seconds =

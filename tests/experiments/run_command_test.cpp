@@ -30,6 +30,7 @@ namespace gopt::experiments {
 namespace {
 
 namespace fs = std::filesystem;
+using gopt::testing::read_text;
 using gopt::testing::run_command;
 
 const std::string kGopt = GOPT_BINARY;
@@ -38,13 +39,6 @@ const std::string kSource = GOPT_SOURCE_DIR;
 
 bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
-}
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 fs::path temp_dir() {

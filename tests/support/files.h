@@ -17,4 +17,11 @@ void remove_tree(const std::string& path);
 /// each test in its own process), so test runs leave no directories behind.
 std::string make_temp_dir(const std::string& name);
 
+/// The whole contents of a text file ("" when it cannot be read).
+std::string read_text(const std::string& path);
+
+/// A TCP port on localhost that nothing listens on now (bound, read and released; another
+/// process may take it before the caller does, rarely).
+int unused_local_port();
+
 }  // namespace gopt::testing
