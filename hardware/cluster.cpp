@@ -107,6 +107,15 @@ Cluster Cluster::build(ClusterSpec spec, const std::string& source) {
   };
   for (std::size_t i = 0; i < spec.devices.size(); ++i) {
     validate_device(spec.devices[i], i, source);
+    // The cost model charges FLOPs at the profile's compute_dtype: a device without a peak
+    // for it would make the profile unusable after it loaded (found by fuzz_hardware_yaml).
+    const auto dtype = static_cast<std::size_t>(spec.compute_dtype);
+    if (!(spec.devices[i].peak_flops_per_s[dtype] > 0)) {
+      const std::string name(core::to_string(spec.compute_dtype));
+      throw core::InputError(source, device_field(i, "peak_flops_per_s.") + name,
+                             "the profile's compute_dtype is " + name + " but device '" +
+                                 spec.devices[i].name + "' has no positive peak for it");
+    }
     add_node(spec.devices[i].name, device_field(i, "name"));
   }
   for (std::size_t i = 0; i < spec.switches.size(); ++i) {

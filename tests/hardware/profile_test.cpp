@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "core/errors.h"
+#include "hardware/cluster.h"
 
 namespace gopt::hardware {
 namespace {
@@ -163,6 +164,27 @@ TEST(ProfileTest, ParseErrorsInText) {
       "devices: [{name: g, type: t}]\nlinks: []\n");
   EXPECT_TRUE(contains(bad_kind, "unknown op kind 'matmull'")) << bad_kind;
   EXPECT_TRUE(contains(bad_kind, "(line 11)")) << bad_kind;
+}
+
+// The cost model charges FLOPs at the profile's compute_dtype: a device without a peak for
+// it is refused when the profile loads, not later by the cost model (fuzz_hardware_yaml,
+// tests/fuzz/corpus/hardware_yaml/regression-no-peak-for-compute-dtype.yaml).
+TEST(ProfileTest, EveryDeviceNeedsAPeakForTheComputeDtype) {
+  const std::string text =
+      "format: gopt-hardware-profile\nversion: 1\nname: x\n"
+      "provenance: {kind: datasheet, date: d, sources: [s]}\n"
+      "device_types:\n  t:\n    peak_flops_per_s: {float16: 1.0e12}\n"
+      "    memory_bandwidth_bytes_per_s: 1\n    memory_capacity_bytes: 1\n"
+      "    launch_overhead_s: 0\n"
+      "devices: [{name: g, type: t}]\nlinks: []\n";
+  try {
+    (void)Cluster::build(parse_profile_yaml(text, "inline.yaml"), "inline.yaml");
+    ADD_FAILURE() << "a profile without a float32 peak loaded";
+  } catch (const core::InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "inline.yaml: devices[0].peak_flops_per_s.float32: the profile's compute_dtype is "
+              "float32 but device 'g' has no positive peak for it");
+  }
 }
 
 }  // namespace
