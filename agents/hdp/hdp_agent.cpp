@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -17,12 +18,23 @@ namespace gopt::agents::hdp {
 namespace {
 
 constexpr std::int64_t kOpFeatures = core::kNumOpKinds + 6;
+// Layer one-hot columns with layer_feature_weight: layers 0 .. kLayerBuckets - 2 (deeper
+// layers share the last but one), and one column for ops without a layer.
+constexpr std::int64_t kLayerBuckets = 17;
+
+// The layer column of op v (kLayerBuckets - 1: no layer).
+std::int64_t layer_bucket(const core::CompiledGraph& g, NodeId v) {
+  const std::int32_t layer = g.layer()[static_cast<std::size_t>(v)];
+  if (layer < 0) return kLayerBuckets - 1;
+  return std::min<std::int64_t>(layer, kLayerBuckets - 2);
+}
 
 // Per-op features for the grouper: op kind one-hot, and standardised log sizes (FLOPs,
-// output bytes, parameter bytes), log degrees and topological position.
-torch::Tensor op_features(const core::CompiledGraph& g) {
+// output bytes, parameter bytes), log degrees and topological position; with a
+// `layer_weight` above 0, the op's layer one-hot times it after them.
+torch::Tensor op_features(const core::CompiledGraph& g, double layer_weight) {
   const auto n = static_cast<std::int64_t>(g.num_nodes());
-  auto features = torch::zeros({n, kOpFeatures});
+  auto features = torch::zeros({n, kOpFeatures + (layer_weight > 0 ? kLayerBuckets : 0)});
   auto f = features.accessor<float, 2>();
   const double rank_scale = n > 1 ? 1.0 / static_cast<double>(n - 1) : 0.0;
   for (std::int64_t v = 0; v < n; ++v) {
@@ -36,12 +48,14 @@ torch::Tensor op_features(const core::CompiledGraph& g) {
     f[v][base + 3] = static_cast<float>(std::log1p(g.in_degree(id)));
     f[v][base + 4] = static_cast<float>(std::log1p(g.out_degree(id)));
     f[v][base + 5] = static_cast<float>(g.topological_rank()[i] * rank_scale);
+    if (layer_weight > 0)
+      f[v][kOpFeatures + layer_bucket(g, id)] = static_cast<float>(layer_weight);
   }
   // Standardise the numeric columns per graph.
-  auto numeric = features.slice(1, core::kNumOpKinds);
+  auto numeric = features.slice(1, core::kNumOpKinds, kOpFeatures);
   auto mean = numeric.mean(0, true);
   auto std = numeric.std(0, true, true).clamp_min(1e-6);
-  features.slice(1, core::kNumOpKinds).copy_((numeric - mean) / std);
+  numeric.copy_((numeric - mean) / std);
   return features;
 }
 
@@ -57,7 +71,7 @@ class HdpAgent final : public Agent {
     setup(problem);
     const SubnormalsFlushed flushed;  // torch_utils.h
     torch::NoGradGuard no_grad;
-    auto groups = grouper_->forward(features_).argmax(1);
+    auto groups = grouper_->forward(features_).argmax(1);  // the scale does not move argmax
     auto group_input = group_features(groups).unsqueeze(1);
     auto out =
         placer_->forward(group_input, [](const torch::Tensor& logits) { return logits.argmax(1); });
@@ -96,7 +110,7 @@ class HdpAgent final : public Agent {
             options_.noise_relative ? logits.detach().pow(2).mean().sqrt().item<double>() : 1.0;
         return noise * scale * torch::randn(logits.sizes(), gen_);
       };
-      auto group_logits = grouper_->forward(features_);
+      auto group_logits = options_.grouper_logit_scale * grouper_->forward(features_);
       if (noise > 0) group_logits = group_logits + scaled_noise(group_logits);
       auto group_log_probs = torch::log_softmax(group_logits, 1);
       auto group_probs = group_log_probs.detach().exp();
@@ -184,12 +198,17 @@ class HdpAgent final : public Agent {
     num_groups_ = options_.groups > 0
                       ? options_.groups
                       : std::min<std::int64_t>(256, 20 * static_cast<std::int64_t>(devices_));
-    features_ = op_features(problem.graph);
+    features_ = op_features(problem.graph, options_.layer_feature_weight);
     auto kinds = torch::empty({problem.num_nodes()}, torch::kLong);
     for (NodeId v = 0; v < problem.num_nodes(); ++v) {
       kinds[v] = static_cast<std::int64_t>(problem.graph.kind()[static_cast<std::size_t>(v)]);
     }
-    kind_one_hot_ = torch::one_hot(kinds, core::kNumOpKinds).to(torch::kFloat);
+    // What a group embedding counts: op kinds and, with layer features, layers.
+    counted_ = torch::one_hot(kinds, core::kNumOpKinds).to(torch::kFloat);
+    if (options_.layer_feature_weight > 0) {
+      counted_ = torch::cat(
+          {counted_, features_.slice(1, kOpFeatures) / options_.layer_feature_weight}, 1);
+    }
     auto sizes = torch::empty({problem.num_nodes()}, torch::kFloat);
     auto sa = sizes.accessor<float, 1>();
     for (NodeId v = 0; v < problem.num_nodes(); ++v) {
@@ -203,8 +222,9 @@ class HdpAgent final : public Agent {
       edge_src_[e] = static_cast<std::int64_t>(problem.graph.edge_source(e));
       edge_dst_[e] = static_cast<std::int64_t>(problem.graph.out_target(e));
     }
-    grouper_ = Grouper(GrouperOptions(kOpFeatures, num_groups_).hidden(options_.grouper_hidden));
-    placer_ = Placer(PlacerOptions(core::kNumOpKinds + 2 + num_groups_, devices_)
+    grouper_ =
+        Grouper(GrouperOptions(features_.size(1), num_groups_).hidden(options_.grouper_hidden));
+    placer_ = Placer(PlacerOptions(counted_.size(1) + 2 + num_groups_, devices_)
                          .hidden(options_.placer_hidden)
                          .device_embedding(options_.device_embedding)
                          .tanh_constant(options_.tanh_constant));
@@ -214,13 +234,14 @@ class HdpAgent final : public Agent {
     best_ = {};
   }
 
-  // Group embeddings as in HDP: op kind counts, log of summed output bytes, log group size,
-  // and the group's row of the group adjacency matrix (normalised). [G, features]
+  // Group embeddings as in HDP: op kind counts (and, with layer features, layer counts),
+  // log of summed output bytes, log group size, and the group's row of the group adjacency
+  // matrix (normalised). [G, features]
   torch::Tensor group_features(const torch::Tensor& groups) {
     torch::NoGradGuard no_grad;
     const auto g = num_groups_;
-    auto counts = torch::zeros({g, core::kNumOpKinds}).index_add_(0, groups, kind_one_hot_);
-    auto size = counts.sum(1, true);
+    auto counts = torch::zeros({g, counted_.size(1)}).index_add_(0, groups, counted_);
+    auto size = counts.slice(1, 0, core::kNumOpKinds).sum(1, true);
     auto bytes = torch::zeros({g}).index_add_(0, groups, output_bytes_).unsqueeze(1);
     auto adjacency = torch::zeros({g * g}).index_add_(
         0, groups.index_select(0, edge_src_) * g + groups.index_select(0, edge_dst_),
@@ -255,7 +276,7 @@ class HdpAgent final : public Agent {
   DeviceId devices_ = 0;
   std::int64_t num_groups_ = 0;
   torch::Tensor features_;
-  torch::Tensor kind_one_hot_;
+  torch::Tensor counted_;  ///< [N, C] what a group embedding counts per op (kinds, layers)
   torch::Tensor output_bytes_;
   torch::Tensor edge_src_;
   torch::Tensor edge_dst_;
@@ -319,6 +340,12 @@ void register_hdp(AgentRegistry& registry) {
             d.grouping_mean_log_prob ? "true" : "false",
             "the grouping's log-probability is the mean over ops, not the sum (reference: "
             "sum), so it weighs like one placer decision"},
+           {"layer_feature_weight", OptionType::kDouble, text(d.layer_feature_weight),
+            "the grouper reads each op's layer as a one-hot of this weight, a group embedding "
+            "counts its ops' layers; 0: neither (reference: neither)",
+            0, 1000},
+           {"grouper_logit_scale", OptionType::kDouble, text(d.grouper_logit_scale),
+            "the grouper's logits times this: sharper groups from the first update", 0, 1000},
            {"seed", OptionType::kInt, "0", "mixed with the experiment seed", kMinSeedOption,
             kMaxSeedOption},
        },
@@ -337,6 +364,8 @@ void register_hdp(AgentRegistry& registry) {
          h.tanh_constant = o.get_double("tanh_constant");
          h.noise_relative = o.get_bool("noise_relative");
          h.grouping_mean_log_prob = o.get_bool("grouping_mean_log_prob");
+         h.layer_feature_weight = o.get_double("layer_feature_weight");
+         h.grouper_logit_scale = o.get_double("grouper_logit_scale");
          h.grad_clip = o.get_double("grad_clip");
          h.baseline_decay = o.get_double("baseline_decay");
          h.invalid_step_time_s = o.get_double("invalid_step_time_s");

@@ -48,6 +48,13 @@ struct HdpOptions {
   /// sum (reference: the sum, which grows with the graph and dominates the clipped
   /// gradient on large graphs).
   bool grouping_mean_log_prob = false;
+  /// Above 0, the grouper also reads each op's layer (the workload's `layer` metadata) as a
+  /// one-hot of this weight and a group embedding counts its ops' layers (reference:
+  /// neither), so that groups can follow layers; a weight well above the other (standardised)
+  /// features makes the layer decide the grouping. 0: no layer features.
+  double layer_feature_weight = 0;
+  /// The grouper's logits times this (1: as the network computes them).
+  double grouper_logit_scale = 1.0;
   std::uint64_t seed = 0;  ///< mixed with the problem seed
 };
 

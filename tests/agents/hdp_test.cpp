@@ -66,6 +66,56 @@ TEST(HdpTest, BeatsOneDeviceOnASmallGraph) {
   }
 }
 
+// Chains of identical MatMuls joined at the end, chain c in layer c: only the layer
+// metadata tells them apart (the chains of parallel_chains differ in op type).
+core::Graph layered_chains(int chains, int length) {
+  core::GraphBuilder b("layered");
+  auto in = b.add("in", "Placeholder").output({256, 1024});
+  auto sum = b.add("sum", "AddN").output({256, 1024});
+  for (int c = 0; c < chains; ++c) {
+    core::NodeId prev = in;
+    for (int i = 0; i < length; ++i) {
+      auto n = b.add("c" + std::to_string(c) + "_" + std::to_string(i), "MatMul")
+                   .output({256, 1024})
+                   .flops(2.0 * 256 * 1024 * 1024 * 8)
+                   .layer(c);
+      b.connect(prev, n);
+      prev = n;
+    }
+    b.connect(prev, sum);
+  }
+  return std::move(b).build();
+}
+
+TEST(HdpTest, LayerFeaturesGroupByLayerAndBeatOneDevice) {
+  // A dominant layer one-hot and sharp grouper logits: from the first update, every sampled
+  // grouping keeps each chain whole, so the first samples are no slower than one device
+  // (each chain runs on one device). Trained, one chain per device.
+  testing::ProblemFixture f(layered_chains(2, 8), "p100x2_pcie", 5);
+  AgentRegistry r;
+  register_builtin_agents(r);
+  Environment one(f.problem);
+  const double single = one.evaluate(core::Decision{}).step_time_s;
+  const std::map<std::string, std::string> options = {{"layer_feature_weight", "20"},
+                                                      {"grouper_logit_scale", "10"},
+                                                      {"groups", "4"},
+                                                      {"seed", "2"}};
+  {
+    Environment env(f.problem);
+    Curve curve;
+    r.create("hdp", options)->train(env, TrainBudget().with_steps(1), &curve);
+    EXPECT_LE(curve.points.at(0).mean_step_time_s, single * (1 + 1e-9));
+  }
+
+  auto agent = r.create("hdp", options);
+  Environment env(f.problem);
+  agent->train(env, TrainBudget().with_steps(60), nullptr);
+  Environment check(f.problem);
+  const Evaluation e = check.evaluate(agent->propose(f.problem));
+  EXPECT_FALSE(e.oom);
+  EXPECT_LT(e.step_time_s, 0.8 * single);
+}
+
 TEST(HdpTest, SameSeedSameTraining) {
   std::vector<double> runs[2];
   for (auto& run : runs) {
