@@ -1,0 +1,309 @@
+// hdp_landscape: the reward landscape HDP searches on a suite graph, in the simulator.
+//
+//   hdp_landscape [GRAPH [PROFILE [DECISION.json]]]     (defaults: gnmt_4 p100x4_pcie)
+//
+// From each start placement (one device; the human expert's; a decision file, e.g. HDP's
+// best saved by `gopt simulate --agent hdp --save-decision`), every single-unit move (one
+// unit's ops to one other device) is simulated, for three kinds of unit:
+//   layer  the ops of one (encoder or decoder) layer with their gradients, or of one
+//          unlayered scope (embeddings, softmax, attention);
+//   block  one of G contiguous blocks of the topological order (G = HDP's default groups),
+//          what a grouper that reads the topological position tends to form;
+//   type   every op of one op type, what a grouper that reads only op features forms.
+// It reports how many moves improve the step and the best one; then the path from one
+// device to the expert's placement, one layer unit at a time, and a greedy descent over
+// layer moves from one device. Not a test: a diagnostic for docs/agents.md "hdp".
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "agents/environment.h"
+#include "agents/placement_utils.h"
+#include "agents/registry.h"
+#include "core/compiled_graph.h"
+#include "datasets/workload_registry.h"
+#include "hardware/cost_model.h"
+#include "hardware/profile.h"
+#include "simulator/decision_io.h"
+
+namespace {
+
+using gopt::core::DeviceId;
+using gopt::core::NodeId;
+using Units = std::vector<std::pair<std::string, std::vector<NodeId>>>;
+
+std::string strip_gradients(const std::string& name) {
+  const std::string prefix = "gradients/";
+  return name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : name;
+}
+
+Units layer_units(const gopt::core::CompiledGraph& g) {
+  std::map<std::string, std::vector<NodeId>> units;
+  for (NodeId v = 0; v < g.num_nodes(); ++v) {
+    const auto i = static_cast<std::size_t>(v);
+    const std::string name = strip_gradients(g.node_names()[i]);
+    const std::string section = name.substr(0, name.find('/'));
+    std::string key;
+    if (g.layer()[i] >= 0 && name.find("attention") == std::string::npos) {
+      key = section + "/layer " + std::to_string(g.layer()[i]);
+    } else {
+      auto second = name.find('/', section.size() + 1);
+      key = name.substr(0, second);
+    }
+    units[key].push_back(v);
+  }
+  // Scopes of fewer than 20 ops (train_op, loss scalars) join one "misc" unit.
+  Units out;
+  std::vector<NodeId> misc;
+  for (auto& [key, ops] : units) {
+    if (ops.size() < 20) {
+      misc.insert(misc.end(), ops.begin(), ops.end());
+    } else {
+      out.emplace_back(key, std::move(ops));
+    }
+  }
+  if (!misc.empty()) out.emplace_back("misc", std::move(misc));
+  return out;
+}
+
+Units block_units(const gopt::core::CompiledGraph& g, int blocks) {
+  Units out(static_cast<std::size_t>(blocks));
+  const auto n = static_cast<std::size_t>(g.num_nodes());
+  for (std::size_t r = 0; r < n; ++r) {
+    const auto b = r * static_cast<std::size_t>(blocks) / n;
+    out[b].first = "block " + std::to_string(b);
+    out[b].second.push_back(g.topological_order()[r]);
+  }
+  return out;
+}
+
+Units type_units(const gopt::core::CompiledGraph& g) {
+  std::map<std::string, std::vector<NodeId>> units;
+  for (NodeId v = 0; v < g.num_nodes(); ++v) {
+    units[g.op_types()[static_cast<std::size_t>(v)]].push_back(v);
+  }
+  return {units.begin(), units.end()};
+}
+
+gopt::core::Decision moved(const gopt::agents::Problem& p, const gopt::core::Decision& base,
+                           const std::vector<NodeId>& ops, DeviceId device) {
+  gopt::core::Decision d = base;
+  for (NodeId v : ops) (*d.placement)[static_cast<std::size_t>(v)] = device;
+  gopt::agents::apply_colocation(p.graph, *d.placement);
+  return d;
+}
+
+struct Eval {
+  double ms;
+  bool oom;
+};
+
+Eval eval(gopt::agents::Environment& env, const gopt::core::Decision& d) {
+  auto e = env.evaluate(d);
+  return {e.step_time_s * 1e3, e.oom};
+}
+
+void single_moves(gopt::agents::Environment& env, const char* start,
+                  const gopt::core::Decision& base, const char* kind, const Units& units) {
+  const auto& p = env.problem();
+  const Eval b = eval(env, base);
+  int better = 0, worse = 0, oom = 0, total = 0;
+  double best_ms = b.ms;
+  std::string best;
+  for (const auto& [name, ops] : units) {
+    for (DeviceId dev = 0; dev < p.num_devices(); ++dev) {
+      // Skip a move that changes nothing (the whole unit already there).
+      bool all_there =
+          std::all_of(ops.begin(), ops.end(), [&](NodeId v) { return base.device_of(v) == dev; });
+      if (all_there) continue;
+      const Eval e = eval(env, moved(p, base, ops, dev));
+      ++total;
+      if (e.oom) {
+        ++oom;
+      } else if (e.ms < b.ms * 0.999) {
+        ++better;
+      } else if (e.ms > b.ms * 1.001) {
+        ++worse;
+      }
+      if (!e.oom && e.ms < best_ms) {
+        best_ms = e.ms;
+        best = name + " -> gpu" + std::to_string(dev);
+      }
+    }
+  }
+  std::printf(
+      "%-8s %-6s %5zu units %5d moves: %4d better, %4d worse, %4d within 0.1%%, %3d OOM;"
+      " start %.0f ms, best %.0f ms (%s)\n",
+      start, kind, units.size(), total, better, worse, total - better - worse - oom, oom, b.ms,
+      best_ms, best.empty() ? "none" : best.c_str());
+}
+
+// Random placements of whole units (each unit on a uniformly random device): what a policy
+// that keeps each unit together but has not yet learnt where samples.
+void random_unit_placements(gopt::agents::Environment& env, const char* kind, const Units& units,
+                            int samples) {
+  const auto& p = env.problem();
+  std::mt19937_64 rng(1);
+  std::uniform_int_distribution<DeviceId> device(0, p.num_devices() - 1);
+  double sum = 0, best = 1e30;
+  int oom = 0, fit = 0;
+  gopt::core::Decision d;
+  d.placement = std::vector<DeviceId>(static_cast<std::size_t>(p.num_nodes()), 0);
+  for (int s = 0; s < samples; ++s) {
+    for (const auto& unit : units) {
+      const DeviceId dev = device(rng);
+      for (NodeId v : unit.second) (*d.placement)[static_cast<std::size_t>(v)] = dev;
+    }
+    gopt::agents::apply_colocation(p.graph, *d.placement);
+    const Eval e = eval(env, d);
+    if (e.oom) {
+      ++oom;
+      continue;
+    }
+    ++fit;
+    sum += e.ms;
+    best = std::min(best, e.ms);
+  }
+  std::printf("random   %-6s %5zu units %5d samples: mean %.0f ms, best %.0f ms, %d OOM\n", kind,
+              units.size(), samples, fit > 0 ? sum / fit : 0.0, best, oom);
+}
+
+// Units by the workload's layer metadata alone (encoder and decoder layer l together; one
+// unit of every op without a layer): the groups a grouper that reads only the layer forms.
+Units metadata_layer_units(const gopt::core::CompiledGraph& g) {
+  std::map<std::int32_t, std::vector<NodeId>> units;
+  for (NodeId v = 0; v < g.num_nodes(); ++v)
+    units[g.layer()[static_cast<std::size_t>(v)]].push_back(v);
+  Units out;
+  for (auto& [layer, ops] : units) {
+    out.emplace_back(layer < 0 ? "no layer" : "layer " + std::to_string(layer), std::move(ops));
+  }
+  return out;
+}
+
+// Every placement of the units (devices^units of them; skipped above 5,000).
+void exhaustive(gopt::agents::Environment& env, const char* kind, const Units& units) {
+  const auto& p = env.problem();
+  double total = 1;
+  for (std::size_t u = 0; u < units.size(); ++u) total *= p.num_devices();
+  if (total > 5000) return;
+  gopt::core::Decision d;
+  d.placement = std::vector<DeviceId>(static_cast<std::size_t>(p.num_nodes()), 0);
+  double best = 1e30;
+  int better_than = 0;
+  std::string best_name;
+  std::vector<double> all;
+  for (long code = 0; code < static_cast<long>(total); ++code) {
+    long c = code;
+    std::string name;
+    for (const auto& unit : units) {
+      const auto dev = static_cast<DeviceId>(c % p.num_devices());
+      c /= p.num_devices();
+      name += std::to_string(dev);
+      for (NodeId v : unit.second) (*d.placement)[static_cast<std::size_t>(v)] = dev;
+    }
+    gopt::agents::apply_colocation(p.graph, *d.placement);
+    const Eval e = eval(env, d);
+    if (e.oom) continue;
+    all.push_back(e.ms);
+    if (e.ms < best) {
+      best = e.ms;
+      best_name = name;
+    }
+  }
+  std::sort(all.begin(), all.end());
+  (void)better_than;
+  std::printf(
+      "all      %-6s %5zu units %5zu placements that fit: best %.0f ms (devices %s, in "
+      "unit order), median %.0f ms\n",
+      kind, units.size(), all.size(), best, best_name.c_str(), all[all.size() / 2]);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string graph_name = argc > 1 ? argv[1] : "gnmt_4";
+  const std::string profile = argc > 2 ? argv[2] : "p100x4_pcie";
+  gopt::datasets::WorkloadRegistry workloads;
+  gopt::datasets::register_builtin_workloads(workloads);
+  const auto graph = gopt::core::CompiledGraph::compile(workloads.generate(graph_name));
+  const auto cluster = gopt::hardware::load_profile(profile);
+  const auto cost = gopt::hardware::make_cost_model(cluster);
+  gopt::agents::Problem problem{graph, cluster, *cost, 1};
+  gopt::agents::Environment env(problem);
+  gopt::agents::AgentRegistry agents;
+  gopt::agents::register_builtin_agents(agents);
+
+  const DeviceId devices = problem.num_devices();
+  gopt::core::Decision single;
+  single.placement = std::vector<DeviceId>(static_cast<std::size_t>(graph.num_nodes()), 0);
+  const auto expert = agents.create("human_expert")->propose(problem);
+  std::vector<std::pair<std::string, gopt::core::Decision>> starts = {{"one GPU", single},
+                                                                      {"expert", expert}};
+  if (argc > 3)
+    starts.emplace_back("file", gopt::simulator::read_decision_file(argv[3], graph, cluster));
+
+  const Units layers = layer_units(graph);
+  const Units blocks = block_units(graph, std::min(256, 20 * devices));
+  const Units types = type_units(graph);
+  std::printf("%s on %s: %d ops\n", graph_name.c_str(), profile.c_str(), graph.num_nodes());
+  const Units metadata = metadata_layer_units(graph);
+  for (const auto& [name, ops] : metadata)
+    std::printf("  unit %s: %zu ops\n", name.c_str(), ops.size());
+  exhaustive(env, "meta", metadata);
+  random_unit_placements(env, "meta", metadata, 100);
+  random_unit_placements(env, "layer", layers, 100);
+  random_unit_placements(env, "block", blocks, 100);
+  random_unit_placements(env, "type", types, 100);
+  for (const auto& [name, d] : starts) {
+    single_moves(env, name.c_str(), d, "layer", layers);
+    single_moves(env, name.c_str(), d, "block", blocks);
+    single_moves(env, name.c_str(), d, "type", types);
+  }
+
+  // One device -> the expert, one layer unit at a time (in unit order), each unit taking
+  // the device the expert gives most of its ops.
+  std::printf("\npath from one GPU to the expert, one layer unit at a time:\n");
+  gopt::core::Decision d = single;
+  for (const auto& [name, ops] : layers) {
+    std::vector<int> votes(static_cast<std::size_t>(devices), 0);
+    for (NodeId v : ops) ++votes[static_cast<std::size_t>(expert.device_of(v))];
+    for (NodeId v : ops) (*d.placement)[static_cast<std::size_t>(v)] = expert.device_of(v);
+    const Eval e = eval(env, d);
+    std::printf("  %-28s %6zu ops -> mostly gpu%ld: %7.0f ms%s\n", name.c_str(), ops.size(),
+                static_cast<long>(std::max_element(votes.begin(), votes.end()) - votes.begin()),
+                e.ms, e.oom ? " OOM" : "");
+  }
+
+  // Greedy descent over layer moves from one device.
+  std::printf("\ngreedy descent over layer-unit moves from one GPU:\n");
+  d = single;
+  Eval current = eval(env, d);
+  for (int round = 0; round < 40; ++round) {
+    Eval best{current.ms, false};
+    gopt::core::Decision best_d;
+    std::string best_name;
+    for (const auto& [name, ops] : layers) {
+      for (DeviceId dev = 0; dev < devices; ++dev) {
+        auto m = moved(problem, d, ops, dev);
+        const Eval e = eval(env, m);
+        if (!e.oom && e.ms < best.ms * 0.999) {
+          best = e;
+          best_d = std::move(m);
+          best_name = name + " -> gpu" + std::to_string(dev);
+        }
+      }
+    }
+    if (best_name.empty()) {
+      std::printf("  local minimum at %.0f ms after %d moves\n", current.ms, round);
+      break;
+    }
+    d = std::move(best_d);
+    current = best;
+    std::printf("  %2d: %-36s %7.0f ms\n", round + 1, best_name.c_str(), current.ms);
+  }
+  return 0;
+}
