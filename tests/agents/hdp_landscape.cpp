@@ -193,7 +193,6 @@ void exhaustive(gopt::agents::Environment& env, const char* kind, const Units& u
   gopt::core::Decision d;
   d.placement = std::vector<DeviceId>(static_cast<std::size_t>(p.num_nodes()), 0);
   double best = 1e30;
-  int better_than = 0;
   std::string best_name;
   std::vector<double> all;
   for (long code = 0; code < static_cast<long>(total); ++code) {
@@ -215,7 +214,6 @@ void exhaustive(gopt::agents::Environment& env, const char* kind, const Units& u
     }
   }
   std::sort(all.begin(), all.end());
-  (void)better_than;
   std::printf(
       "all      %-6s %5zu units %5zu placements that fit: best %.0f ms (devices %s, in "
       "unit order), median %.0f ms\n",
