@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -219,14 +220,16 @@ class Reader {
     return node.Scalar();
   }
 
-  std::optional<std::int64_t> integer(const YAML::Node& node, const std::string& field,
-                                      std::int64_t min_value, const std::string& expected) {
+  std::optional<std::int64_t> integer(
+      const YAML::Node& node, const std::string& field, std::int64_t min_value,
+      const std::string& expected,
+      std::int64_t max_value = std::numeric_limits<std::int64_t>::max()) {
     if (node.IsScalar()) {
       const std::string& s = node.Scalar();
       errno = 0;
       char* end = nullptr;
       long long v = std::strtoll(s.c_str(), &end, 10);
-      if (!s.empty() && *end == '\0' && errno == 0 && v >= min_value) {
+      if (!s.empty() && *end == '\0' && errno == 0 && v >= min_value && v <= max_value) {
         return static_cast<std::int64_t>(v);
       }
     }
@@ -382,6 +385,8 @@ class ConfigParser {
     }
   }
 
+  static constexpr std::int64_t kMaxRepeats = 10000;
+
   void parse_seeds(const YAML::Node& root, ExperimentConfig& c) {
     auto seeds = root["seeds"];
     auto seed = root["seed"];
@@ -415,8 +420,18 @@ class ConfigParser {
     if (seed) {
       if (auto v = r_.integer(seed, "seed", 0, "a non-negative integer")) base = *v;
     }
+    // Seeds are jobs: a run of more than kMaxRepeats of each is not meant (32147483648 ran
+    // the process out of memory building the list; found by fuzz_experiment_yaml).
     if (repeats) {
-      if (auto v = r_.integer(repeats, "repeats", 1, "a positive integer")) count = *v;
+      if (auto v =
+              r_.integer(repeats, "repeats", 1,
+                         "a positive integer up to " + std::to_string(kMaxRepeats), kMaxRepeats)) {
+        count = *v;
+      }
+    }
+    if (base > std::numeric_limits<std::int64_t>::max() - count) {
+      r_.problem(seed, "seed", "seed + repeats must stay below 2^63");
+      return;
     }
     for (std::int64_t i = 0; i < count; ++i)
       c.seeds.push_back(static_cast<std::uint64_t>(base + i));
@@ -736,7 +751,9 @@ class ConfigParser {
       }
     }
     if (auto r = n["repeats"]) {
-      if (auto v = r_.integer(r, "validation.repeats", 1, "a positive integer")) {
+      if (auto v =
+              r_.integer(r, "validation.repeats", 1,
+                         "a positive integer up to " + std::to_string(kMaxRepeats), kMaxRepeats)) {
         c.validation.repeats = *v;
       }
     }

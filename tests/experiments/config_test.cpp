@@ -92,6 +92,23 @@ agents: [single_device]
   EXPECT_EQ(c.seeds, (std::vector<std::uint64_t>{5, 6, 7}));
 }
 
+// Seeds are jobs: a count past 10000 is refused, not allocated (32147483648 ran the process
+// out of memory; fuzz_experiment_yaml, tests/fuzz/corpus/experiment_yaml/regression-*).
+TEST_F(ConfigTest, RepeatsAreBoundedAndSeedsStayRepresentable) {
+  const std::string rest = "workloads: [transformer_xl_2]\nagents: [single_device]\n";
+  auto p = problems("name: demo\nhardware: p100x4_pcie\nrepeats: 32147483648\n" + rest);
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].field, "repeats");
+  EXPECT_EQ(p[0].message, "expected a positive integer up to 10000, found '32147483648'");
+  p = problems("name: demo\nhardware: p100x4_pcie\nseed: 9223372036854775807\nrepeats: 2\n" +
+               rest);
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].field, "seed");
+  EXPECT_EQ(p[0].message, "seed + repeats must stay below 2^63");
+  auto c = parse("name: demo\nhardware: p100x4_pcie\nrepeats: 10000\n" + rest);
+  EXPECT_EQ(c.seeds.size(), 10000u);
+}
+
 TEST_F(ConfigTest, ReportsEveryProblemAtOnceWithLineAndColumn) {
   auto p = problems(R"(name: demo
 hardwre: p100x4_pcie
