@@ -1,6 +1,6 @@
 // hdp_landscape: the reward landscape HDP searches on a suite graph, in the simulator.
 //
-//   hdp_landscape [GRAPH [PROFILE [DECISION.json]]]     (defaults: gnmt_4 p100x4_pcie)
+//   hdp_landscape [GRAPH [PROFILE [DECISION.json [OUT.json]]]]  (defaults: gnmt_4 p100x4_pcie)
 //
 // From each start placement (one device; the human expert's; a decision file, e.g. HDP's
 // best saved by `gopt simulate --agent hdp --save-decision`), every single-unit move (one
@@ -12,9 +12,11 @@
 //   type   every op of one op type, what a grouper that reads only op features forms.
 // It reports how many moves improve the step and the best one; then the path from one
 // device to the expert's placement, one layer unit at a time, and a greedy descent over
-// layer moves from one device. Not a test: a diagnostic for docs/agents.md "hdp".
+// layer moves from one device and from the decision file (`-`: none; OUT.json: where the
+// last descent ends). Not a test: a diagnostic for docs/agents.md "hdp".
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <random>
 #include <string>
@@ -220,6 +222,60 @@ void exhaustive(gopt::agents::Environment& env, const char* kind, const Units& u
       kind, units.size(), all.size(), best, best_name.c_str(), all[all.size() / 2]);
 }
 
+// How whole the layer units are in `d`: units with every op on one device, and ops off
+// their unit's majority device (each such op pays a transfer to or from its layer).
+void coherence(const gopt::agents::Problem& p, const char* start, const gopt::core::Decision& d,
+               const Units& units) {
+  int whole = 0;
+  std::size_t stray = 0;
+  for (const auto& unit : units) {
+    std::vector<std::size_t> count(static_cast<std::size_t>(p.num_devices()), 0);
+    for (NodeId v : unit.second) ++count[static_cast<std::size_t>(d.device_of(v))];
+    const std::size_t majority = *std::max_element(count.begin(), count.end());
+    whole += majority == unit.second.size() ? 1 : 0;
+    stray += unit.second.size() - majority;
+  }
+  std::printf("%-8s layer units whole: %d of %zu; ops off their unit's majority device: %zu\n",
+              start, whole, units.size(), stray);
+}
+
+// Greedy descent over layer-unit moves from `start`: each round takes the best single move
+// (a whole unit to one device), until none shortens the step by 0.1%. Returns the minimum.
+gopt::core::Decision greedy_descent(gopt::agents::Environment& env, const char* start_name,
+                                    const gopt::core::Decision& start, const Units& layers) {
+  const auto& p = env.problem();
+  std::printf("\ngreedy descent over layer-unit moves from %s:\n", start_name);
+  gopt::core::Decision d = start;
+  Eval current = eval(env, d);
+  int simulations = 1;
+  for (int round = 0; round < 40; ++round) {
+    Eval best{current.ms, false};
+    gopt::core::Decision best_d;
+    std::string best_name;
+    for (const auto& [name, ops] : layers) {
+      for (DeviceId dev = 0; dev < p.num_devices(); ++dev) {
+        auto m = moved(p, d, ops, dev);
+        const Eval e = eval(env, m);
+        ++simulations;
+        if (!e.oom && e.ms < best.ms * 0.999) {
+          best = e;
+          best_d = std::move(m);
+          best_name = name + " -> gpu" + std::to_string(dev);
+        }
+      }
+    }
+    if (best_name.empty()) {
+      std::printf("  local minimum at %.0f ms after %d moves (%d simulations)\n", current.ms, round,
+                  simulations);
+      break;
+    }
+    d = std::move(best_d);
+    current = best;
+    std::printf("  %2d: %-36s %7.0f ms\n", round + 1, best_name.c_str(), current.ms);
+  }
+  return d;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -241,7 +297,8 @@ int main(int argc, char** argv) {
   const auto expert = agents.create("human_expert")->propose(problem);
   std::vector<std::pair<std::string, gopt::core::Decision>> starts = {{"one GPU", single},
                                                                       {"expert", expert}};
-  if (argc > 3)
+  const bool file_start = argc > 3 && std::string(argv[3]) != "-";
+  if (file_start)
     starts.emplace_back("file", gopt::simulator::read_decision_file(argv[3], graph, cluster));
 
   const Units layers = layer_units(graph);
@@ -257,6 +314,7 @@ int main(int argc, char** argv) {
   random_unit_placements(env, "block", blocks, 100);
   random_unit_placements(env, "type", types, 100);
   for (const auto& [name, d] : starts) {
+    coherence(problem, name.c_str(), d, layers);
     single_moves(env, name.c_str(), d, "layer", layers);
     single_moves(env, name.c_str(), d, "block", blocks);
     single_moves(env, name.c_str(), d, "type", types);
@@ -276,32 +334,11 @@ int main(int argc, char** argv) {
                 e.ms, e.oom ? " OOM" : "");
   }
 
-  // Greedy descent over layer moves from one device.
-  std::printf("\ngreedy descent over layer-unit moves from one GPU:\n");
-  d = single;
-  Eval current = eval(env, d);
-  for (int round = 0; round < 40; ++round) {
-    Eval best{current.ms, false};
-    gopt::core::Decision best_d;
-    std::string best_name;
-    for (const auto& [name, ops] : layers) {
-      for (DeviceId dev = 0; dev < devices; ++dev) {
-        auto m = moved(problem, d, ops, dev);
-        const Eval e = eval(env, m);
-        if (!e.oom && e.ms < best.ms * 0.999) {
-          best = e;
-          best_d = std::move(m);
-          best_name = name + " -> gpu" + std::to_string(dev);
-        }
-      }
-    }
-    if (best_name.empty()) {
-      std::printf("  local minimum at %.0f ms after %d moves\n", current.ms, round);
-      break;
-    }
-    d = std::move(best_d);
-    current = best;
-    std::printf("  %2d: %-36s %7.0f ms\n", round + 1, best_name.c_str(), current.ms);
+  gopt::core::Decision descended = greedy_descent(env, "one GPU", single, layers);
+  if (file_start) descended = greedy_descent(env, "file", starts.back().second, layers);
+  if (argc > 4) {
+    std::ofstream out(argv[4]);
+    out << gopt::simulator::to_decision_json(descended, graph);
   }
   return 0;
 }
