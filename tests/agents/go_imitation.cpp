@@ -94,10 +94,10 @@ int main(int argc, char** argv) try {
       const double seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       std::printf(
-          "step %4d  loss %.4f  argmax = target at %5.1f%% of ops  greedy %7.1f ms%s"
-          "  (%.0f s)\n",
-          step, loss.item<double>(), 100 * agree / deciding, greedy.step_time_s * 1e3,
-          greedy.oom ? " OOM" : "", seconds);
+          "step %4d  loss %.4f  argmax = target at %5.1f%% of ops (%.0f differ)"
+          "  greedy %7.1f ms%s  (%.0f s)\n",
+          step, loss.item<double>(), 100 * agree / deciding, deciding - agree,
+          greedy.step_time_s * 1e3, greedy.oom ? " OOM" : "", seconds);
       std::fflush(stdout);
     }
     if (step == steps) break;
