@@ -222,21 +222,28 @@ void exhaustive(gopt::agents::Environment& env, const char* kind, const Units& u
       kind, units.size(), all.size(), best, best_name.c_str(), all[all.size() / 2]);
 }
 
-// How whole the layer units are in `d`: units with every op on one device, and ops off
-// their unit's majority device (each such op pays a transfer to or from its layer).
-void coherence(const gopt::agents::Problem& p, const char* start, const gopt::core::Decision& d,
+// How whole the layer units are in `d`: units with every op on one device, ops off their
+// unit's majority device (each such op pays a transfer to or from its layer), and the step
+// time with every unit moved whole to its majority device.
+void coherence(gopt::agents::Environment& env, const char* start, const gopt::core::Decision& d,
                const Units& units) {
+  const auto& p = env.problem();
   int whole = 0;
   std::size_t stray = 0;
+  gopt::core::Decision snapped = d;
   for (const auto& unit : units) {
     std::vector<std::size_t> count(static_cast<std::size_t>(p.num_devices()), 0);
     for (NodeId v : unit.second) ++count[static_cast<std::size_t>(d.device_of(v))];
-    const std::size_t majority = *std::max_element(count.begin(), count.end());
-    whole += majority == unit.second.size() ? 1 : 0;
-    stray += unit.second.size() - majority;
+    const auto majority = std::max_element(count.begin(), count.end());
+    whole += *majority == unit.second.size() ? 1 : 0;
+    stray += unit.second.size() - *majority;
+    snapped = moved(p, snapped, unit.second, static_cast<DeviceId>(majority - count.begin()));
   }
-  std::printf("%-8s layer units whole: %d of %zu; ops off their unit's majority device: %zu\n",
-              start, whole, units.size(), stray);
+  const Eval e = eval(env, snapped);
+  std::printf(
+      "%-8s layer units whole: %d of %zu; ops off their unit's majority device: %zu; every unit"
+      " on its majority device: %.0f ms%s\n",
+      start, whole, units.size(), stray, e.ms, e.oom ? " OOM" : "");
 }
 
 // Greedy descent over layer-unit moves from `start`: each round takes the best single move
@@ -314,7 +321,7 @@ int main(int argc, char** argv) {
   random_unit_placements(env, "block", blocks, 100);
   random_unit_placements(env, "type", types, 100);
   for (const auto& [name, d] : starts) {
-    coherence(problem, name.c_str(), d, layers);
+    coherence(env, name.c_str(), d, layers);
     single_moves(env, name.c_str(), d, "layer", layers);
     single_moves(env, name.c_str(), d, "block", blocks);
     single_moves(env, name.c_str(), d, "type", types);
