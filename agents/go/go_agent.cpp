@@ -793,6 +793,8 @@ std::vector<OptionSpec> ppo_specs(double learning_rate = PpoOptions().learning_r
        "consecutive topological positions sharing exploration noise (1: independent)", 1, 1e6},
       {"layer_exploration", OptionType::kBool, d.layer_exploration ? "true" : "false",
        "every other sample shares exploration noise per layer attribute"},
+      {"scope_exploration", OptionType::kBool, d.scope_exploration ? "true" : "false",
+       "layer-shared samples share noise per (top-level name scope, layer) instead"},
       {"seed", OptionType::kInt, "0", "mixed with the experiment seed", kMinSeedOption,
        kMaxSeedOption},
   };
@@ -917,6 +919,7 @@ void read_ppo(const AgentOptions& o, GoOptions& g) {
   }
   g.ppo.exploration_block = std::max<std::int64_t>(1, o.get_int("exploration_block"));
   g.ppo.layer_exploration = o.get_bool("layer_exploration");
+  g.ppo.scope_exploration = o.get_bool("scope_exploration");
   g.seed = static_cast<std::uint64_t>(o.get_int("seed"));
 }
 

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "core/op_kind.h"
@@ -48,6 +51,9 @@ GraphTensors make_graph_tensors(const core::CompiledGraph& graph) {
   t.action_mask = torch::ones({n});
   t.layer = torch::empty({n}, torch::kLong);
   auto layer = t.layer.accessor<std::int64_t, 1>();
+  t.scope_layer = torch::full({n}, -1, torch::kLong);
+  auto scope_layer = t.scope_layer.accessor<std::int64_t, 1>();
+  std::map<std::pair<std::string, std::int32_t>, std::int64_t> scope_layer_ids;
   auto kinds = t.kinds.accessor<std::int64_t, 1>();
   auto ord = t.order.accessor<std::int64_t, 1>();
   auto f = t.numeric.accessor<float, 2>();
@@ -79,6 +85,14 @@ GraphTensors make_graph_tensors(const core::CompiledGraph& graph) {
     const auto i = static_cast<std::size_t>(v);
     ord[p] = v;
     layer[p] = graph.layer()[i];
+    if (graph.layer()[i] >= 0) {
+      std::string name = graph.node_names()[i];
+      if (name.rfind("gradients/", 0) == 0) name.erase(0, std::string("gradients/").size());
+      const auto key = std::make_pair(name.substr(0, name.find('/')), graph.layer()[i]);
+      scope_layer[p] =
+          scope_layer_ids.emplace(key, static_cast<std::int64_t>(scope_layer_ids.size()))
+              .first->second;
+    }
     kinds[p] = static_cast<std::int64_t>(graph.kind()[i]);
     const auto din = graph.in_degree(v);
     const auto dout = graph.out_degree(v);
@@ -113,6 +127,8 @@ GraphTensors make_graph_tensors(const core::CompiledGraph& graph) {
   auto mean = standardised.mean(0, true);
   auto std = standardised.std(0, /*unbiased=*/false, /*keepdim=*/true).clamp_min(1e-6);
   standardised.copy_((standardised - mean) / std);
+
+  t.num_scope_layers = static_cast<std::int64_t>(scope_layer_ids.size());
 
   const auto m = static_cast<std::int64_t>(graph.num_edges());
   t.edge_src = torch::empty({m}, torch::kLong);

@@ -38,6 +38,11 @@ struct GraphTensors {
   torch::Tensor order;          ///< [N] int64: position -> NodeId
   torch::Tensor layer;          ///< [N] int64: the op's layer attribute (-1: none)
   std::int64_t num_layers = 0;  ///< 1 + the largest layer attribute (0: no layers)
+  /// [N] int64: the op's (top-level name scope, layer attribute) pair as an index (-1: no
+  /// layer); the top-level scope ignores a leading `gradients/`, so an encoder layer and the
+  /// decoder layer with the same index differ, and a layer's gradients join it.
+  torch::Tensor scope_layer;
+  std::int64_t num_scope_layers = 0;  ///< distinct scope_layer indices
   /// [N] float: 1 where the node's own action decides its device, 0 for colocated ops
   /// that follow their group's first op (their sampled action is overridden).
   torch::Tensor action_mask;

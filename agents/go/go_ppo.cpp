@@ -252,15 +252,18 @@ torch::Tensor PpoTrainer::sample_actions(const torch::Tensor& log_probs, const G
   if (block == 1) return torch::multinomial(log_probs.exp(), k, /*replacement=*/true, gen_);
   // Noise groups: blocks of consecutive positions; in layer mode, an op with a layer
   // attribute shares its layer's noise instead.
+  // With scope_exploration the layer groups are (top-level scope, layer) pairs instead.
+  const torch::Tensor& layer = options_.scope_exploration ? g.scope_layer : g.layer;
+  const auto num_layers = options_.scope_exploration ? g.num_scope_layers : g.num_layers;
   auto by_block = torch::arange(n, torch::kLong).div(block, "floor");
-  auto by_layer = torch::where(g.layer.ge(0), g.layer, by_block + g.num_layers);
-  const auto groups = g.num_layers + (n + block - 1) / block;
+  auto by_layer = torch::where(layer.ge(0), layer, by_block + num_layers);
+  const auto groups = num_layers + (n + block - 1) / block;
   auto actions = torch::empty({n, k}, torch::kLong);
   for (std::int64_t s = 0; s < k; ++s) {
-    const bool layer_mode = options_.layer_exploration && g.num_layers > 0 && s % 2 == 0;
+    const bool layer_mode = options_.layer_exploration && num_layers > 0 && s % 2 == 0;
     auto uniform = torch::rand({groups, d}, gen_).clamp(1e-12, 1.0 - 1e-7);
     auto gumbel = -torch::log(-torch::log(uniform));
-    auto noise = gumbel.index_select(0, layer_mode ? by_layer : by_block + g.num_layers);
+    auto noise = gumbel.index_select(0, layer_mode ? by_layer : by_block + num_layers);
     actions.select(1, s).copy_((log_probs + noise).argmax(1));
   }
   return actions;

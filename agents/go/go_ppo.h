@@ -64,6 +64,10 @@ struct PpoOptions {
   /// Every other sample shares noise per layer (ops with a layer attribute) instead of per
   /// block, so whole layers move between devices together.
   bool layer_exploration = true;
+  /// ... and the layer groups are (top-level name scope, layer attribute) pairs, so that an
+  /// encoder layer moves apart from the decoder layer with the same index (docs/agents.md
+  /// "What limits GO-one on the RNN graphs"). Off: one group per layer attribute.
+  bool scope_exploration = false;
 };
 
 /// What a decision keeps for the tasks the policy does not decide (multi-task GO's

@@ -199,6 +199,35 @@ TEST(GoPolicyTest, SubnormalsAreFlushedOnlyWhileTheGuardLives) {
 // The two memory columns are absolute, not standardised per graph: the graph's total is
 // the same on every op and grows with the graph, and an op's own memory reads the same in
 // any graph.
+// scope_exploration's noise groups (docs/agents.md "What limits GO-one on the RNN graphs"):
+// on GNMT the encoder and the decoder layer with the same index are apart, a layer's
+// gradients are with it, and an op without a layer has no group.
+TEST(GoPolicyTest, ScopeLayersSeparateTheEncoderFromTheDecoderLayer) {
+  datasets::WorkloadRegistry workloads;
+  datasets::register_builtin_workloads(workloads);
+  const auto graph = core::CompiledGraph::compile(workloads.generate("gnmt_2"));
+  const auto tensors = make_graph_tensors(graph);
+  ASSERT_GT(tensors.num_layers, 0);
+  EXPECT_GT(tensors.num_scope_layers, tensors.num_layers);
+  std::map<std::string, std::int64_t> group_of_scope;  // "scope layer" -> group
+  const auto order = tensors.order.accessor<std::int64_t, 1>();
+  const auto group = tensors.scope_layer.accessor<std::int64_t, 1>();
+  for (std::int64_t p = 0; p < tensors.num_nodes; ++p) {
+    const auto v = static_cast<std::size_t>(order[p]);
+    if (graph.layer()[v] < 0) {
+      EXPECT_EQ(group[p], -1);
+      continue;
+    }
+    std::string name = graph.node_names()[v];
+    if (name.rfind("gradients/", 0) == 0) name.erase(0, std::string("gradients/").size());
+    const auto key = name.substr(0, name.find('/')) + " " + std::to_string(graph.layer()[v]);
+    EXPECT_EQ(group_of_scope.emplace(key, group[p]).first->second, group[p]) << name;
+  }
+  ASSERT_TRUE(group_of_scope.count("encoder 0") && group_of_scope.count("decoder 0"));
+  EXPECT_NE(group_of_scope["encoder 0"], group_of_scope["decoder 0"]);
+  EXPECT_EQ(static_cast<std::int64_t>(group_of_scope.size()), tensors.num_scope_layers);
+}
+
 TEST(GoPolicyTest, MemoryFeaturesAreNotStandardised) {
   const auto small = core::CompiledGraph::compile(parallel_chains(2, 4));
   const auto large = core::CompiledGraph::compile(parallel_chains(2, 40));
