@@ -10,10 +10,11 @@
 //   block  one of G contiguous blocks of the topological order (G = HDP's default groups),
 //          what a grouper that reads the topological position tends to form;
 //   type   every op of one op type, what a grouper that reads only op features forms.
-// It reports how many moves improve the step and the best one; then the path from one
-// device to the expert's placement, one layer unit at a time, and a greedy descent over
-// layer moves from one device and from the decision file (`-`: none; OUT.json: where the
-// last descent ends). Not a test: a diagnostic for docs/agents.md "hdp".
+// It reports how whole the layer units are in each start, how many moves improve the step
+// and the best one; then the path from one device to the expert's placement, one layer
+// unit at a time, and a greedy descent over layer moves from one device and from the
+// decision file (`-`: none; OUT.json: where the last descent ends). Not a test: a
+// diagnostic for docs/agents.md "hdp" and "What limits GO-one on the RNN graphs".
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
