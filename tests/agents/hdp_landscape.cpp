@@ -11,10 +11,11 @@
 //          what a grouper that reads the topological position tends to form;
 //   type   every op of one op type, what a grouper that reads only op features forms.
 // It reports how whole the layer units are in each start, how many moves improve the step
-// and the best one; then the path from one device to the expert's placement, one layer
-// unit at a time, and a greedy descent over layer moves from one device and from the
-// decision file (`-`: none; OUT.json: where the last descent ends). Not a test: a
-// diagnostic for docs/agents.md "hdp" and "What limits GO-one on the RNN graphs".
+// and the best one; from the decision file, random moves of k layer units at once; the
+// path from one device to the expert's placement, one layer unit at a time; and a greedy
+// descent over layer moves from one device and from the decision file (`-`: none;
+// OUT.json: where the last descent ends). Not a test: a diagnostic for docs/agents.md
+// "hdp" and "What limits GO-one on the RNN graphs".
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -247,6 +248,43 @@ void coherence(gopt::agents::Environment& env, const char* start, const gopt::co
       start, whole, units.size(), stray, e.ms, e.oom ? " OOM" : "");
 }
 
+// Random perturbations of `start` that move k layer units (distinct, each whole, to a
+// uniformly random device), 100 per k: how often a sample that changes few units improves
+// on the start, against one that changes many (what a sampled placement does).
+void unit_perturbations(gopt::agents::Environment& env, const gopt::core::Decision& start,
+                        const Units& units) {
+  const auto& p = env.problem();
+  const Eval base = eval(env, start);
+  std::mt19937_64 rng(2);
+  std::uniform_int_distribution<DeviceId> device(0, p.num_devices() - 1);
+  std::vector<std::size_t> index(units.size());
+  for (std::size_t u = 0; u < units.size(); ++u) index[u] = u;
+  std::vector<std::size_t> ks = {1, 2, 3, units.size() / 2, units.size()};
+  ks.erase(std::unique(ks.begin(), ks.end()), ks.end());  // 6 units: 3 is also half
+  for (std::size_t k : ks) {
+    int better = 0, oom = 0;
+    double best = base.ms;
+    for (int s = 0; s < 100; ++s) {
+      std::shuffle(index.begin(), index.end(), rng);
+      gopt::core::Decision d = start;
+      for (std::size_t u = 0; u < k; ++u) {
+        d = moved(p, d, units[index[u]].second, device(rng));
+      }
+      const Eval e = eval(env, d);
+      if (e.oom) {
+        ++oom;
+        continue;
+      }
+      better += e.ms < base.ms * 0.999 ? 1 : 0;
+      best = std::min(best, e.ms);
+    }
+    std::printf(
+        "perturb  %2zu of %zu layer units, 100 samples: %3d better than %.0f ms, best %.0f"
+        " ms, %d OOM\n",
+        k, units.size(), better, base.ms, best, oom);
+  }
+}
+
 // Greedy descent over layer-unit moves from `start`: each round takes the best single move
 // (a whole unit to one device), until none shortens the step by 0.1%. Returns the minimum.
 gopt::core::Decision greedy_descent(gopt::agents::Environment& env, const char* start_name,
@@ -343,6 +381,7 @@ int main(int argc, char** argv) {
   }
 
   gopt::core::Decision descended = greedy_descent(env, "one GPU", single, layers);
+  if (file_start) unit_perturbations(env, starts.back().second, layers);
   if (file_start) descended = greedy_descent(env, "file", starts.back().second, layers);
   if (argc > 4) {
     std::ofstream out(argv[4]);
