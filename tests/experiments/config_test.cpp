@@ -100,8 +100,7 @@ TEST_F(ConfigTest, RepeatsAreBoundedAndSeedsStayRepresentable) {
   ASSERT_EQ(p.size(), 1u);
   EXPECT_EQ(p[0].field, "repeats");
   EXPECT_EQ(p[0].message, "expected a positive integer up to 10000, found '32147483648'");
-  p = problems("name: demo\nhardware: p100x4_pcie\nseed: 9223372036854775807\nrepeats: 2\n" +
-               rest);
+  p = problems("name: demo\nhardware: p100x4_pcie\nseed: 9223372036854775807\nrepeats: 2\n" + rest);
   ASSERT_EQ(p.size(), 1u);
   EXPECT_EQ(p[0].field, "seed");
   EXPECT_EQ(p[0].message, "seed + repeats must stay below 2^63");
