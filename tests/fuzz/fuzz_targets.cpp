@@ -1,4 +1,5 @@
 #include "tests/fuzz/fuzz_targets.h"
+#include "tests/fuzz/fuzz_support.h"
 
 #include <cmath>
 #include <filesystem>
@@ -20,25 +21,6 @@
 
 namespace gopt::fuzz {
 namespace {
-
-std::string_view as_text(const std::uint8_t* data, std::size_t size) {
-  return {reinterpret_cast<const char*>(data), size};
-}
-
-void require(bool ok, const std::string& what) {
-  if (!ok) throw ContractViolation(what);
-}
-
-// Runs `parse`; an InputError is the expected rejection of bad input.
-template <typename F>
-Outcome accept_or_reject(F&& parse) {
-  try {
-    parse();
-  } catch (const core::InputError&) {
-    return Outcome::kRejected;
-  }
-  return Outcome::kAccepted;
-}
 
 bool size_ok(core::Bytes b) { return b >= 0 && b <= core::kMaxBytes; }
 

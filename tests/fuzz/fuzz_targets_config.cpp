@@ -6,30 +6,10 @@
 #include "core/errors.h"
 #include "datasets/workload_registry.h"
 #include "experiments/config.h"
+#include "tests/fuzz/fuzz_support.h"
 #include "tests/fuzz/fuzz_targets.h"
 
 namespace gopt::fuzz {
-namespace {
-
-std::string_view as_text(const std::uint8_t* data, std::size_t size) {
-  return {reinterpret_cast<const char*>(data), size};
-}
-
-void require(bool ok, const std::string& what) {
-  if (!ok) throw ContractViolation(what);
-}
-
-template <typename F>
-Outcome accept_or_reject(F&& parse) {
-  try {
-    parse();
-  } catch (const core::InputError&) {
-    return Outcome::kRejected;
-  }
-  return Outcome::kAccepted;
-}
-
-}  // namespace
 
 Outcome check_experiment_yaml(const std::uint8_t* data, std::size_t size) {
   static const agents::AgentRegistry registry = [] {

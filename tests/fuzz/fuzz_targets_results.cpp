@@ -7,24 +7,11 @@
 
 #include "core/errors.h"
 #include "experiments/hdf5_sink.h"
+#include "tests/fuzz/fuzz_support.h"
 #include "tests/fuzz/fuzz_targets.h"
 
 namespace gopt::fuzz {
 namespace {
-
-void require(bool ok, const std::string& what) {
-  if (!ok) throw ContractViolation(what);
-}
-
-template <typename F>
-Outcome accept_or_reject(F&& parse) {
-  try {
-    parse();
-  } catch (const core::InputError&) {
-    return Outcome::kRejected;
-  }
-  return Outcome::kAccepted;
-}
 
 // A file of its own per process and check, on a RAM disk when there is one.
 std::filesystem::path scratch_file(const char* stem) {
