@@ -611,6 +611,17 @@ void write_curve(const std::string& file, hid_t parent, const std::string& objec
   cw.dataset("wall_s", wall, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE);
 }
 
+// A new, empty group `name` under `parent` (named `object` in messages), in place of one
+// with the same name.
+Handle replace_group(const std::string& file, hid_t parent, const std::string& name,
+                     const std::string& object) {
+  if (has_link(file, parent, name.c_str()) && H5Ldelete(parent, name.c_str(), H5P_DEFAULT) < 0) {
+    fail(file, object, "cannot replace the group");
+  }
+  return check(H5Gcreate2(parent, name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose,
+               file, object, "cannot create the group");
+}
+
 // The running jobs' group: /running, created when first needed.
 constexpr const char* kRunning = "running";
 
@@ -625,12 +636,7 @@ void write_running_group(const std::string& file, hid_t root, const RunningJob& 
                          "cannot open the group");
   const std::string name = result_group_name(j.rows.at(0));
   const std::string object = "/running/" + name;
-  if (has_link(file, running.get(), name.c_str()) &&
-      H5Ldelete(running.get(), name.c_str(), H5P_DEFAULT) < 0) {
-    fail(file, object, "cannot replace the running job's group");
-  }
-  Handle g = check(H5Gcreate2(running.get(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-                   H5Gclose, file, object, "cannot create the group");
+  Handle g = replace_group(file, running.get(), name, object);
   Writer w(file, g.get(), object);
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& k : j.rows) rows.push_back({k.workload, k.agent, k.seed});
@@ -676,11 +682,7 @@ void remove_running(const std::string& file, hid_t root, const ResultKey& key) {
 void write_result_group(const std::string& file, hid_t results, const RunResult& r) {
   const std::string name = result_group_name(r.key);
   const std::string object = "/results/" + name;
-  if (has_link(file, results, name.c_str()) && H5Ldelete(results, name.c_str(), H5P_DEFAULT) < 0) {
-    fail(file, object, "cannot replace the result group");
-  }
-  Handle g = check(H5Gcreate2(results, name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-                   H5Gclose, file, object, "cannot create the result group");
+  Handle g = replace_group(file, results, name, object);
   Writer w(file, g.get(), object);
   w.attr("workload", r.key.workload);
   w.attr("agent", r.key.agent);
