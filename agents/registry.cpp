@@ -85,6 +85,12 @@ std::string number_text(double v) {
 
 }  // namespace
 
+std::string option_number_text(double value) {
+  std::ostringstream s;
+  s << value;
+  return s.str();
+}
+
 std::string option_range_text(const OptionSpec& spec) {
   if (spec.type != OptionType::kInt && spec.type != OptionType::kDouble) return "";
   if (std::isinf(spec.min_value) && std::isinf(spec.max_value)) return "";

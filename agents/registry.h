@@ -60,6 +60,10 @@ inline constexpr double kMaxSeedOption = 9223372036854775807.0;
 /// "[1, 64]", "[0, inf)" or "" (no range, strings and booleans), for listings.
 [[nodiscard]] std::string option_range_text(const OptionSpec& spec);
 
+/// A number as an option's default value is written ("0.001", "1e-05", "64"): the shortest
+/// text that reads back as the value a stream prints.
+[[nodiscard]] std::string option_number_text(double value);
+
 /// An agent's options: every spec'd option with its given or default value, typed.
 class AgentOptions {
  public:

@@ -289,11 +289,7 @@ class HdpAgent final : public Agent {
 
 void register_hdp(AgentRegistry& registry) {
   const HdpOptions d;
-  auto text = [](double v) {
-    std::ostringstream s;
-    s << v;
-    return s.str();
-  };
+  const auto text = option_number_text;
   registry.add(
       {"hdp",
        "Hierarchical Device Placement (Mirhoseini et al., ICLR 2018): grouper + seq2seq placer, "

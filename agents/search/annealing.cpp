@@ -248,11 +248,7 @@ std::unique_ptr<Agent> make_annealing_agent(const AnnealingOptions& options) {
 
 void register_annealing(AgentRegistry& registry) {
   const AnnealingOptions d;
-  auto text = [](double v) {
-    std::ostringstream s;
-    s << v;
-    return s.str();
-  };
+  const auto text = option_number_text;
   registry.add(
       {"annealing",
        "Equal-budget search reference: simulated annealing (Kirkpatrick et al., Science 1983) "
