@@ -95,15 +95,18 @@ std::map<std::string, std::int64_t> policy_fields(const GoPolicyOptions& o) {
           {"task_layers", o.task_layers() ? 1 : 0},
           {"priority_levels", o.priority_levels()},
           {"fusion_levels", o.fusion_levels()},
+          {"unit_decisions", o.unit_decisions() ? 1 : 0},
           {"features", kNumericFeatures}};
 }
 
 // Fields added after the first checkpoints: the multi-task ones (older files hold a
-// placement-only policy, which is what their defaults describe) and the feature count (an
+// placement-only policy, which is what their defaults describe), unit decisions (off
+// before 2026-11-25) and the feature count (an
 // older file's policy reads kFeaturesBeforeMemoryColumns).
 bool optional_field(const std::string& key) {
   return key == "place" || key == "schedule" || key == "fuse" || key == "task_layers" ||
-         key == "priority_levels" || key == "fusion_levels" || key == "features";
+         key == "priority_levels" || key == "fusion_levels" || key == "unit_decisions" ||
+         key == "features";
 }
 
 // Node features per op of the policies written before the count was recorded.
@@ -151,7 +154,8 @@ GoPolicyOptions parse_policy_fields(const std::string& text, const std::string& 
       .fuse(values["fuse"] != 0)
       .task_layers(values["task_layers"] != 0)
       .priority_levels(values["priority_levels"])
-      .fusion_levels(values["fusion_levels"]);
+      .fusion_levels(values["fusion_levels"])
+      .unit_decisions(values["unit_decisions"] != 0);
   return o;
 }
 
@@ -759,6 +763,9 @@ std::vector<OptionSpec> policy_specs() {
        "feature modulation by the graph embedding"},
       {"head_init_scale", OptionType::kDouble, text_of(d.head_init_scale()),
        "scale of the placement head's random initialisation (sharper first policy)", 0, 1000},
+      {"unit_decisions", OptionType::kBool, d.unit_decisions() ? "true" : "false",
+       "one placement decision per unit (a layer, a two-level name scope, a block) instead of "
+       "per op"},
   };
 }
 
@@ -810,7 +817,8 @@ void read_policy(const AgentOptions& o, GoPolicyOptions& p) {
       .max_devices(o.get_int("max_devices"))
       .refine_passes(std::max<std::int64_t>(1, o.get_int("refine_passes")))
       .modulation(o.get_bool("modulation"))
-      .head_init_scale(o.get_double("head_init_scale"));
+      .head_init_scale(o.get_double("head_init_scale"))
+      .unit_decisions(o.get_bool("unit_decisions"));
 }
 
 void read_ppo(const AgentOptions& o, GoOptions& g);

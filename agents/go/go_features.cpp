@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -12,6 +13,58 @@
 namespace gopt::agents::go {
 
 using core::NodeId;
+
+namespace {
+
+// What groups an op into a decision unit (GraphTensors::unit): {0, scope, layer} for a layered
+// op outside attention scopes, {1, two-level scope, 0} otherwise, {2, "", block} for an op
+// whose unit is too small.
+using UnitKey = std::tuple<int, std::string, std::int64_t>;
+
+UnitKey unit_key(const core::CompiledGraph& graph, NodeId v) {
+  const auto i = static_cast<std::size_t>(v);
+  std::string name = graph.node_names()[i];
+  if (name.rfind("gradients/", 0) == 0) name.erase(0, std::string("gradients/").size());
+  const auto first = name.find('/');
+  if (graph.layer()[i] >= 0 && name.find("attention") == std::string::npos) {
+    return {0, name.substr(0, first), graph.layer()[i]};
+  }
+  if (first == std::string::npos) return {1, name, 0};
+  return {1, name.substr(0, name.find('/', first + 1)), 0};
+}
+
+void add_units(const core::CompiledGraph& graph, const std::vector<NodeId>& order,
+               GraphTensors& t) {
+  const auto n = static_cast<std::int64_t>(order.size());
+  std::vector<UnitKey> keys;
+  keys.reserve(order.size());
+  std::map<UnitKey, std::int64_t> count;
+  for (const NodeId v : order) ++count[keys.emplace_back(unit_key(graph, v))];
+  // Small units become blocks of consecutive positions: at most 64 ops, at least 64 blocks.
+  const std::int64_t block = std::clamp<std::int64_t>(n / 64, 1, 64);
+  std::map<UnitKey, std::int64_t> ids;
+  t.unit = torch::empty({n}, torch::kLong);
+  auto unit = t.unit.accessor<std::int64_t, 1>();
+  for (std::int64_t p = 0; p < n; ++p) {
+    auto& key = keys[static_cast<std::size_t>(p)];
+    if (count[key] < kMinUnitOps) key = {2, std::string(), p / block};
+    unit[p] = ids.emplace(key, static_cast<std::int64_t>(ids.size())).first->second;
+  }
+  t.num_units = static_cast<std::int64_t>(ids.size());
+  // Each unit's row: its first position whose action decides (not a colocated follower).
+  std::vector<std::int64_t> rows(static_cast<std::size_t>(t.num_units), -1);
+  std::vector<float> sizes(static_cast<std::size_t>(t.num_units), 0.0F);
+  auto decides = t.action_mask.accessor<float, 1>();
+  for (std::int64_t p = 0; p < n; ++p) {
+    const auto u = static_cast<std::size_t>(unit[p]);
+    sizes[u] += 1.0F;
+    if (rows[u] < 0 || (decides[rows[u]] == 0.0F && decides[p] != 0.0F)) rows[u] = p;
+  }
+  t.unit_rows = torch::tensor(rows, torch::kLong);
+  t.unit_sizes = torch::tensor(sizes, torch::kFloat).unsqueeze(1);
+}
+
+}  // namespace
 
 GraphTensors make_graph_tensors(const core::CompiledGraph& graph) {
   const auto n = static_cast<std::int64_t>(graph.num_nodes());
@@ -129,6 +182,7 @@ GraphTensors make_graph_tensors(const core::CompiledGraph& graph) {
   standardised.copy_((standardised - mean) / std);
 
   t.num_scope_layers = static_cast<std::int64_t>(scope_layer_ids.size());
+  add_units(graph, order, t);
 
   const auto m = static_cast<std::int64_t>(graph.num_edges());
   t.edge_src = torch::empty({m}, torch::kLong);

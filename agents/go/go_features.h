@@ -43,6 +43,16 @@ struct GraphTensors {
   /// decoder layer with the same index differ, and a layer's gradients join it.
   torch::Tensor scope_layer;
   std::int64_t num_scope_layers = 0;  ///< distinct scope_layer indices
+  /// Decision units (GoPolicyOptions::unit_decisions): [N] int64, the op's unit by position.
+  /// A unit is the ops of one (top-level name scope, layer attribute) pair, the gradients
+  /// with their layer (outside attention scopes), or else of one two-level name scope (an
+  /// attention, an embedding, an Inception block); ops whose unit would have fewer than
+  /// kMinUnitOps ops form units of consecutive topological positions instead (so that a
+  /// graph with flat op names still has many units). Ids follow the first position.
+  torch::Tensor unit;
+  std::int64_t num_units = 0;
+  torch::Tensor unit_rows;   ///< [U] int64: a position of each unit that decides its device
+  torch::Tensor unit_sizes;  ///< [U, 1] float: ops per unit
   /// [N] float: 1 where the node's own action decides its device, 0 for colocated ops
   /// that follow their group's first op (their sampled action is overridden).
   torch::Tensor action_mask;
@@ -57,6 +67,9 @@ struct GraphTensors {
   torch::Tensor priority_prior;
   torch::Tensor fusion_prior;
 };
+
+/// Units of fewer ops than this are split into blocks of consecutive positions.
+inline constexpr std::int64_t kMinUnitOps = 20;
 
 /// Builds the tensors of `graph`.
 [[nodiscard]] GraphTensors make_graph_tensors(const core::CompiledGraph& graph);

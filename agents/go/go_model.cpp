@@ -200,8 +200,14 @@ void GoPolicyImpl::zero_head(GoTask task) {
 
 torch::Tensor GoPolicyImpl::placement_logits(const torch::Tensor& x, const torch::Tensor& masked,
                                              const GraphTensors& g) {
-  return with_prior(placement_(x), g.placement_prior, "placement")
-      .masked_fill(masked, kMaskedLogit);
+  auto logits = with_prior(placement_(x), g.placement_prior, "placement");
+  if (options.unit_decisions()) {
+    // The mean over each unit's ops, given back to every op of the unit.
+    auto sums =
+        torch::zeros({g.num_units, logits.size(1)}, logits.options()).index_add(0, g.unit, logits);
+    logits = (sums / g.unit_sizes).index_select(0, g.unit);
+  }
+  return logits.masked_fill(masked, kMaskedLogit);
 }
 
 torch::Tensor GoPolicyImpl::forward_tasks(const torch::Tensor& shared, const torch::Tensor& masked,

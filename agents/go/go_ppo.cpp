@@ -282,8 +282,17 @@ PpoStepStats PpoTrainer::step(PpoTask& task) {
   // The sampling pass keeps its autograd graph: the policy is unchanged until the first
   // epoch's optimizer step, so that epoch reuses it instead of a second forward pass
   // (gradient mode does not change the values: the update is the same, ~10% sooner).
-  TaskActions actions;        // [N, k] per task
-  TaskActions old_log_probs;  // [N, k] per task
+  // With unit decisions, placement is decided once per unit: its actions, log-probabilities
+  // and loss terms are per unit (one row each, GraphTensors::unit_rows), and every op takes
+  // its unit's device.
+  const bool by_unit = policy_->options.unit_decisions();
+  auto unit_task = [&](GoTask t) { return by_unit && t == GoTask::kPlacement; };
+  auto decision_log_probs = [&](GoTask t, const torch::Tensor& logits) {
+    auto log_probs = torch::log_softmax(logits, 1);
+    return unit_task(t) ? log_probs.index_select(0, g.unit_rows) : log_probs;
+  };
+  TaskActions actions;        // [decisions, k] per task
+  TaskActions old_log_probs;  // [decisions, k] per task
   torch::Tensor old_value;
   PolicyOutput first = policy_->forward(g, devices);
   {
@@ -291,8 +300,10 @@ PpoStepStats PpoTrainer::step(PpoTask& task) {
     TaskActions greedy;
     for (auto t : tasks) {
       auto logits = first.of(t).detach();
-      auto log_probs = torch::log_softmax(logits, 1);
-      actions.of(t) = sample_actions(log_probs, g, k);
+      auto log_probs = decision_log_probs(t, logits);
+      actions.of(t) = unit_task(t)
+                          ? torch::multinomial(log_probs.exp(), k, /*replacement=*/true, gen_)
+                          : sample_actions(log_probs, g, k);
       old_log_probs.of(t) = log_probs.gather(1, actions.of(t));
       greedy.of(t) = logits.argmax(1);
     }
@@ -308,7 +319,10 @@ PpoStepStats PpoTrainer::step(PpoTask& task) {
   std::int64_t valid = 0;
   for (std::int64_t s = 0; s < k; ++s) {
     TaskActions sample;
-    for (auto t : tasks) sample.of(t) = actions.of(t).select(1, s);
+    for (auto t : tasks) {
+      sample.of(t) = actions.of(t).select(1, s);
+      if (unit_task(t)) sample.of(t) = sample.of(t).index_select(0, g.unit);
+    }
     auto e = env.evaluate(task_decision(sample, g, problem.graph, task.base));
     ++stats.samples;
     if (e.oom) {
@@ -348,29 +362,38 @@ PpoStepStats PpoTrainer::step(PpoTask& task) {
           a[p][0] = (*field)[static_cast<std::size_t>(order[p])];
         }
       }
-      best.of(t) = target;
+      best.of(t) = unit_task(t) ? target.index_select(0, g.unit_rows) : target;
     }
   }
 
-  // The joint action's objective: every node's choice in every task is one factor of the
-  // joint action, all sharing its advantage; summed over the factors that decide (colocated
-  // ops follow their group for placement), averaged over the samples.
+  // The joint action's objective: every decision (a node's choice, or a unit's) in every
+  // task is one factor of the joint action, all sharing its advantage; summed over the
+  // factors that decide (colocated ops follow their group for placement), averaged over the
+  // samples.
   const auto all_nodes = torch::ones_like(g.action_mask);
+  const auto all_units = torch::ones({g.num_units});
   const double normaliser = static_cast<double>(k);
   auto params = policy_->parameters();
   for (std::int64_t epoch = 0; epoch < options_.epochs; ++epoch) {
     PolicyOutput out = epoch == 0 ? std::move(first) : policy_->forward(g, devices);
     torch::Tensor policy_loss = torch::zeros({});
-    torch::Tensor node_entropy = torch::zeros({g.num_nodes});
+    torch::Tensor node_entropy = torch::zeros({g.num_nodes});  // per-node decisions' entropy
+    torch::Tensor unit_entropy = torch::zeros({});             // per-unit decisions', summed
     for (auto t : tasks) {
-      const auto& mask = t == GoTask::kPlacement ? g.action_mask : all_nodes;
-      auto log_probs = torch::log_softmax(out.of(t), 1);
+      const auto& mask = unit_task(t)              ? all_units
+                         : t == GoTask::kPlacement ? g.action_mask
+                                                   : all_nodes;
+      auto log_probs = decision_log_probs(t, out.of(t));
       auto ratio = torch::exp(log_probs.gather(1, actions.of(t)) - old_log_probs.of(t));
       auto surrogate =
           torch::min(ratio * advantage,
                      torch::clamp(ratio, 1.0 - options_.clip, 1.0 + options_.clip) * advantage);
       policy_loss = policy_loss - (surrogate * mask.unsqueeze(1)).sum() / normaliser;
-      node_entropy = node_entropy - (log_probs.exp() * log_probs).sum(1) * mask;
+      if (unit_task(t)) {
+        unit_entropy = unit_entropy - ((log_probs.exp() * log_probs).sum(1) * mask).sum();
+      } else {
+        node_entropy = node_entropy - (log_probs.exp() * log_probs).sum(1) * mask;
+      }
       if (imitate) {
         // No gradient once an op's best action has probability imitation_cap.
         auto imitated = log_probs.gather(1, best.of(t)).squeeze(1).clamp_max(log_cap);
@@ -378,8 +401,8 @@ PpoStepStats PpoTrainer::step(PpoTask& task) {
       }
     }
     auto value_loss = (out.value - reward).pow(2).mean();
-    auto loss =
-        policy_loss + options_.value_coef * value_loss - options_.entropy_coef * node_entropy.sum();
+    auto entropy = node_entropy.sum() + unit_entropy;
+    auto loss = policy_loss + options_.value_coef * value_loss - options_.entropy_coef * entropy;
     optimizer_->zero_grad();
     loss.backward();
     torch::nn::utils::clip_grad_norm_(params, options_.grad_clip);
@@ -387,7 +410,9 @@ PpoStepStats PpoTrainer::step(PpoTask& task) {
     if (epoch == 0) {
       stats.policy_loss = policy_loss.item<double>();
       stats.value_loss = value_loss.item<double>();
-      stats.entropy = (node_entropy.sum() / g.action_mask.sum().clamp_min(1.0)).item<double>();
+      const auto decisions = by_unit ? torch::tensor(static_cast<float>(g.num_units))
+                                     : g.action_mask.sum().clamp_min(1.0);
+      stats.entropy = (entropy / decisions).item<double>();
     }
   }
   return stats;

@@ -103,7 +103,7 @@ struct PpoStepStats {
   double mean_reward = 0;
   double policy_loss = 0;
   double value_loss = 0;
-  double entropy = 0;        ///< mean per-node entropy (nats), summed over the tasks
+  double entropy = 0;  ///< entropy (nats) per placement decision (node or unit), summed over tasks
   std::int64_t samples = 0;  ///< simulations this update
   std::int64_t oom = 0;      ///< sampled placements that ran out of memory
 };

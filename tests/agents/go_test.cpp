@@ -228,6 +228,148 @@ TEST(GoPolicyTest, ScopeLayersSeparateTheEncoderFromTheDecoderLayer) {
   EXPECT_EQ(static_cast<std::int64_t>(group_of_scope.size()), tensors.num_scope_layers);
 }
 
+// A graph of named units: two heavy layer chains ("enc/..." layer 0 and "dec/..." layer 0,
+// each with gradients under "gradients/"), a decoder attention scope, an embedding scope
+// without a layer, and a few flat-named ops. One unit per device (enc on one device, dec on
+// the other) is optimal.
+core::Graph unit_graph(int length = 24) {
+  core::GraphBuilder b("units");
+  auto prev = b.add("emb/lookup/in", "Placeholder").output({256, 1024}).id();
+  auto chain = [&](const std::string& prefix, int count, std::int32_t layer, const char* type,
+                   core::NodeId from) {
+    core::NodeId last = from;
+    for (int i = 0; i < count; ++i) {
+      auto n = b.add(prefix + std::to_string(i), type)
+                   .output({256, 1024})
+                   .flops(2.0 * 256 * 1024 * 1024 * 8)
+                   .layer(layer)
+                   .id();
+      b.connect(last, n);
+      last = n;
+    }
+    return last;
+  };
+  prev = chain("emb/lookup/op", 20, -1, "Gather", prev);
+  const auto enc = chain("enc/cell/op", length, 0, "MatMul", prev);
+  const auto dec = chain("dec/cell/op", length, 0, "Conv2D", prev);
+  const auto enc_grad = chain("gradients/enc/cell/grad", 4, 0, "MatMul", enc);
+  const auto att = chain("dec/attention/op", 20, 0, "BatchMatMul", dec);
+  auto sum = b.add("sum", "AddN").output({256, 1024}).id();
+  b.connect(enc_grad, sum);
+  b.connect(att, sum);
+  chain("flat", 6, -1, "Relu", sum);
+  return std::move(b).build();
+}
+
+// The unit of every op, by name.
+std::map<std::string, std::int64_t> units_by_name(const core::CompiledGraph& graph,
+                                                  const GraphTensors& tensors) {
+  std::map<std::string, std::int64_t> out;
+  for (std::int64_t p = 0; p < tensors.num_nodes; ++p) {
+    const auto v = static_cast<std::size_t>(tensors.order[p].item<std::int64_t>());
+    out[graph.node_names()[v]] = tensors.unit[p].item<std::int64_t>();
+  }
+  return out;
+}
+
+TEST(GoPolicyTest, DecisionUnitsAreLayersScopesAndBlocks) {
+  const auto graph = core::CompiledGraph::compile(unit_graph());
+  const auto tensors = make_graph_tensors(graph);
+  const auto unit = units_by_name(graph, tensors);
+  // A layer's ops and its gradients form one unit; the same layer index under another
+  // top-level scope is another unit, and an attention scope is its own unit.
+  for (int i = 1; i < 24; ++i)
+    EXPECT_EQ(unit.at("enc/cell/op" + std::to_string(i)), unit.at("enc/cell/op0"));
+  EXPECT_EQ(unit.at("gradients/enc/cell/grad3"), unit.at("enc/cell/op0"));
+  EXPECT_NE(unit.at("dec/cell/op0"), unit.at("enc/cell/op0"));
+  EXPECT_EQ(unit.at("dec/cell/op23"), unit.at("dec/cell/op0"));
+  EXPECT_NE(unit.at("dec/attention/op0"), unit.at("dec/cell/op0"));
+  EXPECT_EQ(unit.at("dec/attention/op19"), unit.at("dec/attention/op0"));
+  // An unlayered two-level scope of kMinUnitOps or more ops is one unit (with its input).
+  EXPECT_EQ(unit.at("emb/lookup/op19"), unit.at("emb/lookup/in"));
+  // Flat names make units too small: they are blocks of consecutive positions instead,
+  // here of n / 64 = 1 op, so each is its own unit.
+  std::set<std::int64_t> flat;
+  for (int i = 0; i < 6; ++i) flat.insert(unit.at("flat" + std::to_string(i)));
+  flat.insert(unit.at("sum"));
+  EXPECT_EQ(flat.size(), 7u);
+  EXPECT_EQ(tensors.num_units, 4 + 7);  // emb, enc with its gradients, dec, attention
+  EXPECT_EQ(tensors.unit_sizes.sum().item<float>(), static_cast<float>(tensors.num_nodes));
+  ASSERT_EQ(tensors.unit_rows.size(0), tensors.num_units);
+  for (std::int64_t u = 0; u < tensors.num_units; ++u) {
+    EXPECT_EQ(tensors.unit[tensors.unit_rows[u].item<std::int64_t>()].item<std::int64_t>(), u);
+  }
+}
+
+TEST(GoPpoTest, UnitDecisionsPlaceEveryUnitWhole) {
+  testing::ProblemFixture f(unit_graph(), "p100x2_pcie", 1);
+  const GraphTensors tensors = make_graph_tensors(f.compiled);
+  core::Rng rng(5);
+  GoPolicy policy(
+      GoPolicyOptions().hidden(16).heads(2).segment_length(8).max_devices(4).unit_decisions(true));
+  initialise(*policy, rng);
+  policy->reset_heads();
+  // Every op of a unit has its unit's logits.
+  {
+    torch::NoGradGuard no_grad;
+    auto logits = policy->forward(tensors, 2).logits;
+    auto unit_logits = logits.index_select(0, tensors.unit_rows).index_select(0, tensors.unit);
+    EXPECT_TRUE(torch::equal(logits, unit_logits));
+  }
+  // Every sampled decision, and so the best one, moves units whole.
+  torch::optim::Adam adam(policy->parameters(), torch::optim::AdamOptions(3e-3));
+  PpoOptions ppo;
+  ppo.samples_per_step = 8;
+  PpoTrainer trainer(policy, adam, ppo, make_generator(rng));
+  Environment env(f.problem);
+  PpoTask task(env);
+  std::set<std::vector<core::DeviceId>> placements;
+  for (int step = 0; step < 5; ++step) {
+    const auto stats = trainer.step(task);
+    EXPECT_EQ(stats.samples, 9);
+    EXPECT_GE(stats.entropy, 0.0);
+    EXPECT_LE(stats.entropy, std::log(2.0) + 1e-6);  // per unit, not summed over ops
+    const auto& best = *env.best_decision().placement;
+    placements.insert(best);
+    std::map<std::int64_t, core::DeviceId> device_of_unit;
+    for (std::int64_t p = 0; p < tensors.num_nodes; ++p) {
+      const auto v = static_cast<std::size_t>(tensors.order[p].item<std::int64_t>());
+      const auto u = tensors.unit[p].item<std::int64_t>();
+      EXPECT_EQ(device_of_unit.emplace(u, best[v]).first->second, best[v])
+          << f.compiled.node_names()[v];
+    }
+  }
+  const auto greedy = greedy_decision(policy, tensors, f.problem);
+  EXPECT_EQ((*greedy.placement)[0], (*greedy.placement)[1]);  // "emb/lookup" in and op0
+}
+
+TEST(GoAgentTest, GoOneWithUnitDecisionsFindsTheBestPlacementOfUnits) {
+  testing::ProblemFixture f(unit_graph(40), "p100x2_pcie", 1);
+  Environment reference(f.problem);
+  // The hand-made optimum: the decoder side (layer and attention) on device 1.
+  core::Decision split;
+  split.placement = std::vector<core::DeviceId>(f.compiled.num_nodes(), 0);
+  for (core::NodeId v = 0; v < f.compiled.num_nodes(); ++v) {
+    if (f.compiled.node_names()[static_cast<std::size_t>(v)].rfind("dec/", 0) == 0) {
+      (*split.placement)[static_cast<std::size_t>(v)] = 1;
+    }
+  }
+  const double optimum = reference.evaluate(split).step_time_s;
+  core::Decision single;
+  single.placement = std::vector<core::DeviceId>(f.compiled.num_nodes(), 0);
+  ASSERT_LT(optimum, 0.75 * reference.evaluate(single).step_time_s);
+
+  AgentRegistry r;
+  register_builtin_agents(r);
+  auto agent = r.create(
+      "go_one",
+      {{"hidden", "16"}, {"segment_length", "8"}, {"unit_decisions", "true"}, {"seed", "1"}});
+  Environment env(f.problem);
+  agent->train(env, TrainBudget().with_steps(20), nullptr);
+  EXPECT_LE(env.best_step_time_s(), 1.001 * optimum);
+  EXPECT_LE(env.samples(), 20 * 17);
+}
+
 TEST(GoPolicyTest, MemoryFeaturesAreNotStandardised) {
   const auto small = core::CompiledGraph::compile(parallel_chains(2, 4));
   const auto large = core::CompiledGraph::compile(parallel_chains(2, 40));
@@ -629,6 +771,32 @@ TEST_F(GoCheckpointTest, PretrainThenZeroShotThenFinetune) {
   Environment check(held_out.problem);
   EXPECT_LE(check.evaluate(finetune->propose(held_out.problem)).step_time_s,
             check.evaluate(decision).step_time_s);
+}
+
+// A checkpoint records unit decisions, and a zero-shot policy read from it decides per unit.
+TEST_F(GoCheckpointTest, UnitDecisionsTravelInTheCheckpoint) {
+  EXPECT_NE(policy_options_text(GoPolicyOptions().unit_decisions(true)).find("unit_decisions=1"),
+            std::string::npos);
+  testing::ProblemFixture a(unit_graph(), "p100x2_pcie", 1);
+  testing::ProblemFixture held_out(unit_graph(33), "p100x2_pcie", 2);
+  const std::string checkpoint = (dir_ / "go.ckpt").string();
+  pretrain(a.problem,
+           {{"hidden", "16"},
+            {"segment_length", "4"},
+            {"unit_decisions", "true"},
+            {"checkpoint", checkpoint}},
+           2);
+  AgentRegistry r;
+  register_builtin_agents(r);
+  auto zero_shot = r.create("go_zero_shot", {{"checkpoint", checkpoint}});
+  const auto placement = *zero_shot->propose(held_out.problem).placement;
+  const auto tensors = make_graph_tensors(held_out.compiled);
+  std::map<std::int64_t, core::DeviceId> device_of_unit;
+  for (std::int64_t p = 0; p < tensors.num_nodes; ++p) {
+    const auto v = static_cast<std::size_t>(tensors.order[p].item<std::int64_t>());
+    const auto u = tensors.unit[p].item<std::int64_t>();
+    EXPECT_EQ(device_of_unit.emplace(u, placement[v]).first->second, placement[v]);
+  }
 }
 
 // With validation graphs the checkpoint is the checked policy whose zero-shot placement of
