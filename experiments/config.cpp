@@ -21,16 +21,6 @@
 
 namespace gopt::experiments {
 
-const std::vector<PlannedComponent>& planned_validation_backends() {
-  static const std::vector<PlannedComponent> kPlanned = {
-      // Implemented (hardware/backend), but run by `gopt validate`, not by the runner: a
-      // validation needs the measured profile of the machine it runs on.
-      {"cpu", "LibTorch CPU backend (worker threads as devices): run `gopt validate`"},
-      {"cuda", "LibTorch CUDA backend (one worker per GPU): run `gopt validate --backend cuda`"},
-  };
-  return kPlanned;
-}
-
 std::string ConfigProblem::text() const {
   std::string s;
   if (!where.empty()) s += where + ": ";
@@ -192,13 +182,19 @@ class Reader {
     return w;
   }
 
-  // Reports keys of `map` not in `allowed`, with a did-you-mean.
+  // Reports keys of `map` not in `allowed`, with a did-you-mean; a `retired` key with the
+  // reason it is no longer taken.
   void check_keys(const YAML::Node& map, const std::string& field,
-                  const std::vector<std::string>& allowed) {
+                  const std::vector<std::string>& allowed,
+                  const std::map<std::string, std::string>& retired = {}) {
     for (auto it = map.begin(); it != map.end(); ++it) {
       std::string key = it->first.IsScalar() ? it->first.Scalar() : describe(it->first);
       if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
       std::string sub = field.empty() ? key : field + "." + key;
+      if (auto r = retired.find(key); r != retired.end()) {
+        problem(it->first, sub, r->second);
+        continue;
+      }
       problem(it->first, sub,
               "unknown key '" + key + "'" + core::did_you_mean(key, allowed) +
                   "; expected one of: " + core::join(allowed));
@@ -267,7 +263,16 @@ class Reader {
 
 const std::vector<std::string> kTopKeys = {"name",   "description", "table",   "hardware",
                                            "seed",   "seeds",       "repeats", "workloads",
-                                           "agents", "validation",  "output"};
+                                           "agents", "output"};
+// Keys that configs once took but `gopt run` has never acted on, with where that work is
+// done: rejected with this reason rather than accepted and ignored.
+const std::map<std::string, std::string> kRetiredTopKeys = {
+    {"validation",
+     "`gopt run` does not measure on real hardware, so configs take no 'validation' section; "
+     "measure decisions on a backend with `gopt validate --profile PROFILE.yaml --backend "
+     "cpu|cuda` (docs/hardware-backend.md): a validation needs the measured profile of the "
+     "machine it runs on (from `gopt calibrate`), which a config's simulated 'hardware' is not"},
+};
 const std::vector<std::string> kWorkloadKeys = {"name", "graph",    "set",
                                                 "onnx", "held_out", "pretrain_validation"};
 const std::vector<std::string> kAgentKeys = {"name", "agent", "options", "budget"};
@@ -289,12 +294,6 @@ bool valid_label(const std::string& s) {
   });
 }
 
-std::vector<std::string> names_of(const std::vector<PlannedComponent>& items) {
-  std::vector<std::string> names;
-  for (const auto& i : items) names.push_back(i.name);
-  return names;
-}
-
 class ConfigParser {
  public:
   ConfigParser(Reader& reader, const std::filesystem::path& base_dir,
@@ -303,7 +302,7 @@ class ConfigParser {
 
   void parse(const YAML::Node& root, ExperimentConfig& c) {
     if (!r_.expect_map(root, "")) return;
-    r_.check_keys(root, "", kTopKeys);
+    r_.check_keys(root, "", kTopKeys, kRetiredTopKeys);
 
     if (auto n = root["name"]) {
       if (auto s = r_.string(n, "name")) {
@@ -350,7 +349,6 @@ class ConfigParser {
                  "only go_pretrain uses validation graphs, and this config has no go_pretrain "
                  "agent");
     }
-    if (auto n = root["validation"]) parse_validation(n, c);
     if (auto n = root["output"]) {
       if (auto s = r_.string(n, "output")) c.output = *s;
     } else if (!c.name.empty()) {
@@ -534,6 +532,11 @@ class ConfigParser {
   void check_graph(const YAML::Node& graph_node, const YAML::Node& entry, const std::string& field,
                    WorkloadConfig& w) {
     const std::string graph_field = entry.IsMap() ? field + ".graph" : field;
+    // The ONNX importer's settings; any other graph would load without them.
+    if (entry.IsMap() && entry["onnx"] && std::filesystem::path(w.graph).extension() != ".onnx") {
+      r_.problem(key_node(entry, "onnx"), field + ".onnx",
+                 "'onnx' applies to .onnx files only, and '" + w.graph + "' is not one");
+    }
     if (workload_registry_.contains(w.graph)) {
       const auto& info = workload_registry_.info(w.graph);
       std::vector<std::string> keys;
@@ -724,37 +727,6 @@ class ConfigParser {
     if (auto s = b["seconds"]) {
       if (auto v = r_.number(s, field + ".seconds", "a positive number of seconds")) {
         a.budget.max_seconds = *v;
-      }
-    }
-  }
-
-  void parse_validation(const YAML::Node& n, ExperimentConfig& c) {
-    if (!r_.expect_map(n, "validation")) return;
-    r_.check_keys(n, "validation", {"backends", "repeats"});
-    auto planned = names_of(planned_validation_backends());
-    if (auto b = n["backends"]) {
-      if (!b.IsSequence()) {
-        r_.problem(b, "validation.backends", "expected a list of backends, found " + describe(b));
-      } else {
-        for (std::size_t i = 0; i < b.size(); ++i) {
-          std::string f = "validation.backends[" + std::to_string(i) + "]";
-          auto s = r_.string(b[i], f);
-          if (!s) continue;
-          if (std::find(planned.begin(), planned.end(), *s) == planned.end()) {
-            r_.problem(b[i], f,
-                       "unknown backend '" + *s + "'" + core::did_you_mean(*s, planned) +
-                           "; expected one of: " + core::join(planned));
-            continue;
-          }
-          c.validation.backends.push_back(*s);
-        }
-      }
-    }
-    if (auto r = n["repeats"]) {
-      if (auto v =
-              r_.integer(r, "validation.repeats", 1,
-                         "a positive integer up to " + std::to_string(kMaxRepeats), kMaxRepeats)) {
-        c.validation.repeats = *v;
       }
     }
   }

@@ -26,16 +26,6 @@ class WorkloadRegistry;
 
 namespace gopt::experiments {
 
-/// A validation backend that configs may name although `gopt run` does not run it: the
-/// runner skips it with a message instead of failing.
-struct PlannedComponent {
-  std::string name;
-  std::string description;
-};
-
-/// The one list of planned simulator-validation backends.
-[[nodiscard]] const std::vector<PlannedComponent>& planned_validation_backends();
-
 /// One workload of an experiment.
 struct WorkloadConfig {
   std::string name;   ///< label in results and tables, unique in the config
@@ -57,12 +47,6 @@ struct AgentConfig {
   agents::TrainBudget budget;                  ///< learners only
 };
 
-/// Simulator validation against real-hardware backends (`validation:`).
-struct ValidationConfig {
-  std::vector<std::string> backends;  ///< e.g. "cpu"; all planned in this build
-  std::int64_t repeats = 5;           ///< measured steps per decision
-};
-
 /// A loaded, validated experiment.
 struct ExperimentConfig {
   std::string name;                 ///< experiment name
@@ -73,7 +57,6 @@ struct ExperimentConfig {
   std::vector<std::uint64_t> seeds;
   std::vector<WorkloadConfig> workloads;
   std::vector<AgentConfig> agents;
-  ValidationConfig validation;
   std::string output;                  ///< results file (relative to the working directory)
   std::string source;                  ///< the config file
   std::string resolved_yaml;           ///< the config after --set overrides, as YAML text

@@ -721,12 +721,6 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
       }
     }
   }
-  for (const auto& b : config.validation.backends) {
-    say("gopt: skipping simulator validation on backend '" + b +
-        "': `gopt run` only simulates; measure with `gopt validate --profile PROFILE.yaml "
-        "--backend " +
-        b + "` on a profile from `gopt calibrate` (docs/hardware-backend.md)");
-  }
   if (summary.already_done > 0) {
     say("gopt: resuming: " + std::to_string(summary.already_done) + " of " +
         std::to_string(summary.total) + " results are already in the file");

@@ -1,5 +1,6 @@
 // Experiment configs: every kind of problem reported at once with file:line:column,
-// unknown keys with did-you-mean, planned agents, and --set overrides.
+// unknown keys with did-you-mean, retired keys with their reason, planned agents, and --set
+// overrides.
 #include "experiments/config.h"
 
 #include <gtest/gtest.h>
@@ -377,11 +378,44 @@ TEST_F(ConfigTest, BadOverridePathsAreErrors) {
   EXPECT_EQ(p[2].text(), "--set name.x=1: 'name' is a single value, cannot set 'x' below it");
 }
 
-TEST(PlannedTest, PlannedComponentsAreDescribed) {
-  EXPECT_FALSE(planned_validation_backends().empty());
-  for (const auto& p : planned_validation_backends()) {
-    EXPECT_FALSE(p.description.empty()) << p.name;
-  }
+// Issue #29: `validation:` was accepted and then skipped by `gopt run`; now it is an error
+// at its key, saying where measurements are made.
+TEST_F(ConfigTest, ValidationSectionIsRejectedWithWhereToMeasure) {
+  auto p = problems(R"(name: demo
+hardware: p100x2_pcie
+workloads: [wavenet_2]
+agents: [single_device]
+validation:
+  backends: [cpu, cuda]
+  repeats: 3
+)");
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].where, "exp.yaml:5:1");
+  EXPECT_EQ(p[0].field, "validation");
+  EXPECT_NE(p[0].message.find("gopt validate --profile PROFILE.yaml --backend cpu|cuda"),
+            std::string::npos)
+      << p[0].message;
+  // Not listed as a key configs take.
+  auto typo = problems(kGood + std::string("validaton: {}\n"));
+  ASSERT_EQ(typo.size(), 1u);
+  EXPECT_EQ(typo[0].message.find("validation"), std::string::npos) << typo[0].message;
+}
+
+// `onnx:` on a graph that is not an ONNX file was loaded without it, silently.
+TEST_F(ConfigTest, OnnxSettingsOnAnotherGraphAreRejected) {
+  auto p = problems(R"(name: demo
+hardware: p100x2_pcie
+workloads:
+  - {graph: wavenet_2, onnx: {batch: 8}}
+  - {graph: graphs/../../../datasets/graphs/mlp_tiny.json, onnx: {training: true}}
+agents: [single_device]
+)");
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_EQ(p[0].text(),
+            "exp.yaml:4:24: workloads[0].onnx: 'onnx' applies to .onnx files only, and "
+            "'wavenet_2' is not one");
+  EXPECT_EQ(p[1].where, "exp.yaml:5:60");
+  EXPECT_EQ(p[1].field, "workloads[1].onnx");
 }
 
 }  // namespace
