@@ -52,4 +52,13 @@ std::string did_you_mean(std::string_view word, const std::vector<std::string>& 
   return match.empty() ? std::string() : " (did you mean '" + match + "'?)";
 }
 
+std::uint64_t fnv1a(std::string_view text) {
+  std::uint64_t h = 14695981039346656037ULL;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
 }  // namespace gopt::core

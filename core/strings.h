@@ -1,6 +1,8 @@
-// Small text helpers for user-facing messages: joining lists and "did you mean".
+// Small text helpers: joining lists and "did you mean" for user-facing messages, and the one
+// text hash that seeds and provenance use.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,5 +25,9 @@ namespace gopt::core {
 /// " (did you mean 'x'?)" when closest_match finds one, else "".
 [[nodiscard]] std::string did_you_mean(std::string_view word,
                                        const std::vector<std::string>& candidates);
+
+/// FNV-1a (64-bit) of the bytes of `text`: stable across builds and machines, so it may
+/// name things that are stored (job seeds, config hashes in results files).
+[[nodiscard]] std::uint64_t fnv1a(std::string_view text);
 
 }  // namespace gopt::core

@@ -101,6 +101,13 @@ CLI::Validator number_at_least(double least, bool inclusive, const char* name) {
 
 }  // namespace
 
+std::string shell_quote(const std::string& word) {
+  if (!word.empty() && word.find_first_of(" '\"$\\") == std::string::npos) return word;
+  std::string q = "'";
+  for (char c : word) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
 CLI::Validator positive_number() { return number_at_least(0, false, "POSITIVE"); }
 
 CLI::Validator non_negative_number() { return number_at_least(0, true, "NON-NEGATIVE"); }
@@ -125,7 +132,8 @@ std::unique_ptr<CLI::App> build_cli(CliContext& context) {
 }
 
 int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
-  CliContext context{out, err, {}};
+  CliContext context{out, err, {}, "gopt"};
+  for (int i = 1; i < argc; ++i) context.command_line += " " + shell_quote(argv[i]);
   std::unique_ptr<CLI::App> app;
   const CLI::App* where = nullptr;  // the deepest command named on the line
   try {

@@ -9,6 +9,7 @@
 #include <functional>
 #include <iosfwd>
 #include <memory>
+#include <string>
 
 namespace CLI {
 class App;
@@ -29,7 +30,14 @@ struct CliContext {
   std::ostream& err;
   /// Set by the chosen subcommand's callback; run after parsing succeeds.
   std::function<int()> action;
+  /// The command line as typed, shell-quoted, the program named `gopt` ("gopt run a.yaml"):
+  /// recorded in results files (provenance).
+  std::string command_line;
 };
+
+/// `word` as a shell reads it back: unchanged when it has no space, quote, `$` or `\`,
+/// else in single quotes.
+[[nodiscard]] std::string shell_quote(const std::string& word);
 
 /// Builds the whole CLI; subcommands store their work in `context.action`.
 [[nodiscard]] std::unique_ptr<CLI::App> build_cli(CliContext& context);

@@ -153,6 +153,16 @@ std::uint64_t result_digest(const RunResult& r) {
     d.str(r.op_times);
     d.i64(r.op_times_in_sample);
   }
+  // Provenance (format version 2) enters only when recorded, so that results of version-1
+  // files keep their digests.
+  if (!r.provenance.empty()) {
+    for (const auto& [key, field] : provenance_fields(r.provenance)) d.str(*field);
+  }
+  if (r.budget) {
+    d.i64(r.budget->max_steps);
+    d.i64(r.budget->max_samples);
+    d.f64(r.budget->max_seconds);
+  }
   for (const auto* field : {&r.decision.placement, &r.decision.priority, &r.decision.fusion}) {
     d.i64(field->has_value());
     if (*field) d.values(**field);
@@ -178,15 +188,32 @@ std::uint64_t running_digest(const RunningJob& j) {
   return d.value();
 }
 
+// The file's run history as its root attribute `history` holds it: a JSON list of runs.
+std::string history_json(const std::vector<RunRecord>& history) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& run : history) {
+    nlohmann::json j;
+    j["start_time"] = run.start_time;
+    for (const auto& [key, field] : provenance_fields(run.provenance)) j[key] = *field;
+    if (!run.config_yaml.empty()) j["config"] = run.config_yaml;
+    list.push_back(std::move(j));
+  }
+  return list.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 std::uint64_t metadata_digest(const RunMetadata& m) {
   Digest d;
-  for (const auto* v : {&m.experiment, &m.table, &m.config_source, &m.config_yaml, &m.gopt_version,
-                        &m.git_revision, &m.host, &m.start_time}) {
+  const Provenance& p = m.provenance;
+  for (const auto* v : {&m.experiment, &m.table, &m.config_source, &m.config_yaml, &p.gopt_version,
+                        &p.git_revision, &p.host, &m.start_time}) {
     d.str(*v);
   }
   // Attributes added later enter only when present, so that adding one never makes a
   // file written before it read as damaged.
-  if (!m.cpu_numerics.empty()) d.str(m.cpu_numerics);
+  for (const auto* v : {&p.cpu_numerics, &p.libraries, &p.command, &p.config_hash}) {
+    if (!v->empty()) d.str(*v);
+  }
+  if (!m.history.empty()) d.str(history_json(m.history));
   return d.value();
 }
 
@@ -396,8 +423,9 @@ std::vector<std::string> member_names(const std::string& file, hid_t group,
   return names;
 }
 
-// Opens an existing file, checking it is a gopt results file of a version we read.
-Handle open_results(const std::string& file, unsigned flags) {
+// Opens an existing file, checking it is a gopt results file of a version we read, which
+// goes to `version`.
+Handle open_results(const std::string& file, unsigned flags, std::int64_t& version) {
   silence_hdf5();
   std::error_code ec;
   if (!std::filesystem::exists(file, ec)) fail(file, "", "no such file");
@@ -424,7 +452,7 @@ Handle open_results(const std::string& file, unsigned flags) {
          "not a gopt results file (expected the root attribute format = '" +
              std::string(kResultsFormatName) + "', written by `gopt run`)");
   }
-  auto version = root.int64("format_version");
+  version = root.int64("format_version");
   if (version < 1) {
     fail(file, "",
          "results format version " + std::to_string(version) +
@@ -432,7 +460,9 @@ Handle open_results(const std::string& file, unsigned flags) {
   }
   if (version > kResultsFormatVersion) {
     fail(file, "",
-         "results format version " + std::to_string(version) + " is newer than this gopt reads (" +
+         "results format version " + std::to_string(version) +
+             " is newer than this gopt reads (versions " +
+             std::to_string(kOldestReadResultsFormatVersion) + " to " +
              std::to_string(kResultsFormatVersion) + "); update gopt");
   }
   if (!has_link(file, f.get(), "results"))
@@ -535,6 +565,16 @@ RunResult read_result(const std::string& file, hid_t group, const std::string& n
   };
   read_options("options", r.options);
   if (a.has("resolved_options")) read_options("resolved_options", r.resolved_options);
+  for (const auto& [key, field] : provenance_fields(r.provenance)) {  // format version 2
+    if (a.has(key)) *field = a.string(key);
+  }
+  if (a.has("budget_steps")) {  // learners, format version 2
+    agents::TrainBudget budget;
+    budget.max_steps = a.int64("budget_steps");
+    budget.max_samples = a.int64("budget_samples");
+    budget.max_seconds = a.number("budget_seconds");
+    r.budget = budget;
+  }
   if (has_link(file, group, "decision")) {
     Handle d = check(H5Gopen2(group, "decision", H5P_DEFAULT), H5Gclose, file, name + "/decision",
                      "cannot open the group");
@@ -566,6 +606,31 @@ RunResult read_result(const std::string& file, hid_t group, const std::string& n
   return r;
 }
 
+// The root attribute `history` (format version 2), written by history_json.
+std::vector<RunRecord> read_history(const std::string& file, const std::string& text) {
+  std::vector<RunRecord> history;
+  const auto list = nlohmann::json::parse(text, nullptr, false);
+  if (!list.is_array()) fail(file, "/", "attribute 'history': expected a JSON list of runs");
+  try {
+    for (const auto& j : list) {
+      RunRecord run;
+      run.start_time = j.at("start_time").get<std::string>();
+      for (const auto& [key, field] : provenance_fields(run.provenance)) {
+        *field = j.at(key).get<std::string>();
+      }
+      if (j.contains("config")) run.config_yaml = j.at("config").get<std::string>();
+      history.push_back(std::move(run));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    fail(file, "/",
+         std::string("attribute 'history': expected a JSON list of runs with start_time, "
+                     "gopt_version, git_revision, host, cpu_numerics, libraries, command and "
+                     "config_hash (") +
+             e.what() + ")");
+  }
+  return history;
+}
+
 RunMetadata read_metadata(const std::string& file, hid_t f) {
   AttrReader a(file, f, "/");
   // A run killed between creating the file and writing its attributes leaves them absent.
@@ -575,11 +640,9 @@ RunMetadata read_metadata(const std::string& file, hid_t f) {
   m.table = text("table");
   m.config_source = text("config_source");
   m.config_yaml = text("config");
-  m.gopt_version = text("gopt_version");
-  m.git_revision = text("git_revision");
-  m.host = text("host");
   m.start_time = text("start_time");
-  m.cpu_numerics = text("cpu_numerics");
+  for (const auto& [key, field] : provenance_fields(m.provenance)) *field = text(key);
+  if (a.has("history")) m.history = read_history(file, a.string("history"));
   if (a.has("metadata_digest") && a.uint64("metadata_digest") != metadata_digest(m)) {
     fail(file, "/", "the run's attributes do not match their digest (the file is damaged)");
   }
@@ -708,6 +771,14 @@ void write_result_group(const std::string& file, hid_t results, const RunResult&
   w.attr("options", nlohmann::json(r.options).dump());
   if (!r.resolved_options.empty()) {
     w.attr("resolved_options", nlohmann::json(r.resolved_options).dump());
+  }
+  if (!r.provenance.empty()) {
+    for (const auto& [key, field] : provenance_fields(r.provenance)) w.attr(key, *field);
+  }
+  if (r.budget) {
+    w.attr("budget_steps", r.budget->max_steps);
+    w.attr("budget_samples", r.budget->max_samples);
+    w.attr("budget_seconds", r.budget->max_seconds);
   }
   if (r.measured_step_time_s >= 0) {
     w.attr("measured_step_time_s", r.measured_step_time_s);
@@ -937,6 +1008,16 @@ Hdf5Sink::Hdf5Sink(std::filesystem::path path, Hdf5SinkOptions options)
       impl_->unlock();
       throw core::InputError(file, e.location(), refused_resume(e));
     }
+    if (existing.format_version != kResultsFormatVersion) {
+      impl_->unlock();
+      fail(file, "",
+           "results format version " + std::to_string(existing.format_version) +
+               ": this gopt reads it but writes only version " +
+               std::to_string(kResultsFormatVersion) +
+               " (results with provenance), and --resume does not mix the two; the file was "
+               "left untouched: continue in a new file (--out NEW.h5); `gopt table` and the "
+               "notebooks still read this one");
+    }
     for (const auto& r : existing.results) impl_->existing.push_back(r.key);
     impl_->existing_config = existing.metadata.config_yaml;
     impl_->open = true;
@@ -976,22 +1057,25 @@ void Hdf5Sink::begin(const RunMetadata& m) {
   const std::string& file = impl_->file;
   impl_->update([&](hid_t f) {
     Writer root(file, f, "/");
-    AttrReader existing(file, f, "/");
+    // A file an earlier run began keeps that run's facts; a new one (or one whose first
+    // run was killed before writing them) takes this run's.
     RunMetadata stored = m;
-    if (existing.has("start_time")) {
-      stored.start_time = existing.string("start_time");
+    stored.history.clear();
+    if (AttrReader(file, f, "/").has("start_time")) {
+      stored = read_metadata(file, f);
     } else {
+      root.attr("experiment", m.experiment);
+      root.attr("table", m.table);
+      root.attr("config_source", m.config_source);
+      root.attr("config", m.config_yaml);
       root.attr("start_time", m.start_time);
+      for (const auto& [key, field] : provenance_fields(m.provenance)) root.attr(key, *field);
     }
+    RunRecord run{m.start_time, m.provenance, std::string()};
+    if (m.config_yaml != stored.config_yaml) run.config_yaml = m.config_yaml;
+    stored.history.push_back(std::move(run));
+    root.attr("history", history_json(stored.history));
     root.attr("last_start_time", m.start_time);
-    root.attr("experiment", m.experiment);
-    root.attr("table", m.table);
-    root.attr("config_source", m.config_source);
-    root.attr("config", m.config_yaml);
-    root.attr("gopt_version", m.gopt_version);
-    root.attr("git_revision", m.git_revision);
-    root.attr("host", m.host);
-    root.attr("cpu_numerics", m.cpu_numerics);
     root.attr("metadata_digest", metadata_digest(stored));
     // Jobs an earlier run left running (stopped, failed or killed) are this run's to do.
     if (has_link(file, f, kRunning) && H5Ldelete(f, kRunning, H5P_DEFAULT) < 0) {
@@ -1030,8 +1114,8 @@ void Hdf5Sink::close() {
 
 ResultsFile read_results_file(const std::filesystem::path& path) {
   const std::string file = path.string();
-  Handle f = open_results(file, H5F_ACC_RDONLY);
   ResultsFile out;
+  Handle f = open_results(file, H5F_ACC_RDONLY, out.format_version);
   out.path = file;
   out.metadata = read_metadata(file, f.get());
   Handle results = check(H5Gopen2(f.get(), "results", H5P_DEFAULT), H5Gclose, file, "/results",

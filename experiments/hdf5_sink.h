@@ -22,8 +22,12 @@ namespace gopt::experiments {
 
 /// The value of the root attribute `format` of every gopt results file.
 inline constexpr std::string_view kResultsFormatName = "gopt-results";
-/// The schema version this build writes and reads (root attribute `format_version`).
-inline constexpr std::int64_t kResultsFormatVersion = 1;
+/// The schema version this build writes (root attribute `format_version`). Version 2 added
+/// provenance (per result and the file's run history); `--resume` continues only files of
+/// this version.
+inline constexpr std::int64_t kResultsFormatVersion = 2;
+/// The oldest schema version this build reads (`gopt table`, read_results_file).
+inline constexpr std::int64_t kOldestReadResultsFormatVersion = 1;
 
 /// What to do with an existing file.
 enum class OpenMode {
@@ -47,7 +51,8 @@ struct Hdf5SinkOptions {
 class Hdf5Sink final : public ResultSink {
  public:
   /// Opens or creates `path` (creating parent directories). Throws InputError when the
-  /// file exists in kCreate mode, or is not a gopt results file in kResume mode.
+  /// file exists in kCreate mode, or in kResume mode is not a gopt results file of
+  /// kResultsFormatVersion (the message names the file's version and this one).
   Hdf5Sink(std::filesystem::path path, Hdf5SinkOptions options = {});
   ~Hdf5Sink() override;
 
@@ -58,7 +63,8 @@ class Hdf5Sink final : public ResultSink {
   [[nodiscard]] const std::string& existing_config() const;
   [[nodiscard]] const std::filesystem::path& path() const;
 
-  /// Writes the file attributes, removes the running jobs an earlier run left (this run
+  /// Writes the file attributes of its first run (a resumed file keeps its own), appends the
+  /// run to the file's history, removes the running jobs an earlier run left (this run
   /// does them), flushes.
   void begin(const RunMetadata& metadata) override;
   /// Writes one result group (replacing one with the same key), marks it complete, removes
@@ -77,6 +83,8 @@ class Hdf5Sink final : public ResultSink {
 /// A results file read back.
 struct ResultsFile {
   std::string path;
+  std::int64_t format_version = kResultsFormatVersion;  ///< the schema version it was written in
+  /// The first run's facts, and every run into the file in `history` (empty in version 1).
   RunMetadata metadata;
   std::vector<RunResult> results;  ///< complete results, in config (job) order
   std::int64_t incomplete = 0;     ///< groups a killed run left half-written (ignored)
@@ -87,8 +95,8 @@ struct ResultsFile {
 
 /// Reads a results file (without taking HDF5's file lock, so a file that a running
 /// `gopt run` is writing can be read). Throws InputError naming the file when it does
-/// not exist, is not HDF5, is truncated, is not a gopt results file or is from a newer
-/// format version.
+/// not exist, is not HDF5, is truncated, is not a gopt results file or is of a format
+/// version outside kOldestReadResultsFormatVersion..kResultsFormatVersion.
 [[nodiscard]] ResultsFile read_results_file(const std::filesystem::path& path);
 
 /// The HDF5 group name of a result under /results ("wavenet_2:hdp:1").

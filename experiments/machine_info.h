@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "experiments/result_sink.h"
+
 namespace gopt::experiments {
 
 /// Now, ISO 8601 in UTC ("2026-11-22T01:30:00Z").
@@ -12,5 +14,15 @@ namespace gopt::experiments {
 [[nodiscard]] std::string host_name();
 /// "<host>: <CPU model> (<N> logical CPUs)", from /proc/cpuinfo where available.
 [[nodiscard]] std::string machine_description();
+/// The libraries whose versions can change results or files: "LibTorch 1.13.0; HDF5 1.10.8"
+/// (LibTorch as built against, HDF5 as loaded).
+[[nodiscard]] std::string library_versions();
+/// This process's provenance for results of the config text `resolved_config` run by
+/// `command` (CliContext::command_line): gopt's version and revision, this host, the
+/// library versions, the config's hash and `cpu_numerics` (what the learned agents' CPU
+/// arithmetic ran on; "" where no agent learns).
+[[nodiscard]] Provenance process_provenance(const std::string& resolved_config,
+                                            const std::string& command,
+                                            const std::string& cpu_numerics);
 
 }  // namespace gopt::experiments

@@ -1,8 +1,10 @@
 #include "experiments/result_sink.h"
 
+#include <cstdio>
 #include <ostream>
 #include <tuple>
 
+#include "core/strings.h"
 #include "core/units.h"
 
 namespace gopt::experiments {
@@ -19,11 +21,29 @@ std::string ResultKey::text() const {
   return workload + " / " + agent + " / seed " + std::to_string(seed);
 }
 
+bool Provenance::empty() const { return *this == Provenance{}; }
+
+bool Provenance::operator==(const Provenance& o) const {
+  const auto mine = provenance_fields(*this);
+  const auto theirs = provenance_fields(o);
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    if (*mine[i].second != *theirs[i].second) return false;
+  }
+  return true;
+}
+
+std::string config_hash(const std::string& resolved_yaml) {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx",
+                static_cast<unsigned long long>(core::fnv1a(resolved_yaml)));
+  return hex;
+}
+
 void ResultSink::update_running(const RunningJob& /*job*/) {}
 
 void ConsoleSink::begin(const RunMetadata& metadata) {
-  out_ << "experiment " << metadata.experiment << " (gopt " << metadata.gopt_version << ", git "
-       << metadata.git_revision << ")\n";
+  out_ << "experiment " << metadata.experiment << " (gopt " << metadata.provenance.gopt_version
+       << ", git " << metadata.provenance.git_revision << ")\n";
 }
 
 void ConsoleSink::write(const RunResult& r) {

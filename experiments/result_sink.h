@@ -4,10 +4,13 @@
 // interface, as google/benchmark's reporters.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <iosfwd>
 #include <map>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "agents/agent.h"
@@ -27,6 +30,45 @@ struct ResultKey {
   /// "wavenet_2 / hdp / seed 1", for messages.
   [[nodiscard]] std::string text() const;
 };
+
+/// Where results came from: the binary, its libraries, the machine, the command and the
+/// config. A results file records it for its first run (root attributes), for every run into
+/// it (`history`) and for every result, so that rows from two binaries or two configs never
+/// look like one run.
+struct Provenance {
+  std::string gopt_version;  ///< "0.1.0"
+  std::string git_revision;  ///< the source revision gopt was built from ("unknown" outside git)
+  std::string host;          ///< the machine that ran it
+  /// The CPU code paths the learned agents' float arithmetic took
+  /// (agents::cpu_numerics_description(); results differ between them).
+  std::string cpu_numerics;
+  std::string libraries;  ///< library versions ("LibTorch 1.13.1; HDF5 1.10.8")
+  std::string command;    ///< the command line, shell-quoted ("gopt run cfg.yaml --resume")
+  /// FNV-1a (64-bit) of the resolved config text, 16 hex digits (config_hash()).
+  std::string config_hash;
+
+  /// Nothing recorded (results of files written before provenance, format version 1).
+  [[nodiscard]] bool empty() const;
+  [[nodiscard]] bool operator==(const Provenance& o) const;
+};
+
+/// The fields of a Provenance (or a const one) with their names in results files (HDF5
+/// attributes, JSON keys), in the one order that writers, readers and digests use.
+template <typename P>
+[[nodiscard]] auto provenance_fields(P& p) {
+  using Field = decltype(&p.host);
+  return std::array<std::pair<const char*, Field>, 7>{{{"gopt_version", &p.gopt_version},
+                                                       {"git_revision", &p.git_revision},
+                                                       {"host", &p.host},
+                                                       {"cpu_numerics", &p.cpu_numerics},
+                                                       {"libraries", &p.libraries},
+                                                       {"command", &p.command},
+                                                       {"config_hash", &p.config_hash}}};
+}
+
+/// The hash Provenance::config_hash records: FNV-1a (64-bit) of `resolved_yaml` as 16
+/// lower-case hex digits.
+[[nodiscard]] std::string config_hash(const std::string& resolved_yaml);
 
 /// Everything recorded for one (workload, agent, seed).
 struct RunResult {
@@ -73,6 +115,12 @@ struct RunResult {
   /// With profiled op times: this decision runs every op on one device, as the profiling
   /// run did, so its simulated time is in sample (not a prediction).
   bool op_times_in_sample = false;
+  /// The run that produced it, stamped by the rank that ran the job; empty when read from a
+  /// file written before provenance (format version 1).
+  Provenance provenance;
+  /// The training budget of a learner's agent config; unset for agents that do not learn
+  /// and in files written before provenance.
+  std::optional<agents::TrainBudget> budget;
 };
 
 /// A learner's job while it trains: its learning curve so far, flushed to the sink every
@@ -94,19 +142,27 @@ struct RunningJob {
   std::vector<agents::LearningCurvePoint> learning_curve;
 };
 
-/// Facts about a run, written once when it starts (file attributes in HDF5).
+/// One run into a results file: the first `gopt run`, or a later `--resume` of it.
+struct RunRecord {
+  std::string start_time;  ///< ISO 8601, UTC
+  Provenance provenance;
+  /// This run's resolved config when it differs from the file's (a resume with another
+  /// config or --set); "" when it is the same.
+  std::string config_yaml;
+};
+
+/// Facts about a run (file attributes in HDF5). The file keeps those of its first run; each
+/// later run (`--resume`) is appended to `history`.
 struct RunMetadata {
   std::string experiment;     ///< config `name`
   std::string table;          ///< config `table`
   std::string config_source;  ///< config file path
   std::string config_yaml;    ///< resolved config text (after --set)
-  std::string gopt_version;
-  std::string git_revision;
-  std::string host;
-  std::string start_time;  ///< ISO 8601, UTC
-  /// The CPU code paths the learned agents' float arithmetic took
-  /// (agents::cpu_numerics_description(); results differ between them).
-  std::string cpu_numerics;
+  std::string start_time;     ///< ISO 8601, UTC
+  Provenance provenance;
+  /// Every run into the file, the first one first; read back from a file (a sink's begin()
+  /// appends the run it is given).
+  std::vector<RunRecord> history;
 };
 
 /// Receives results as they finish. Calls come from one thread at a time (the runner

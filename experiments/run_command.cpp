@@ -17,6 +17,7 @@
 
 #include "agents/cpu_numerics.h"
 #include "core/errors.h"
+#include "core/strings.h"
 #include "experiments/cli.h"
 #include "experiments/config.h"
 #include "experiments/distributed.h"
@@ -24,7 +25,6 @@
 #include "experiments/machine_info.h"
 #include "experiments/run_team.h"
 #include "experiments/runner.h"
-#include "experiments/version.h"
 
 namespace gopt::experiments {
 namespace {
@@ -85,22 +85,6 @@ class DiscardSink final : public ResultSink {
   void write(const RunResult& /*result*/) override {}
 };
 
-std::uint64_t fnv1a(const std::string& s) {
-  std::uint64_t h = 14695981039346656037ULL;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  return h;
-}
-
-std::string quote(const std::string& s) {
-  if (s.find_first_of(" '\"$\\") == std::string::npos) return s;
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
 // The snapshot files in `dir`, then `dir` (a flat folder the runner writes; no
 // remove_all: see tests/support/files.h on the PyTorch wheels' std::filesystem).
 void remove_snapshots(const std::string& dir) {
@@ -113,8 +97,8 @@ void remove_snapshots(const std::string& dir) {
   std::filesystem::remove(dir, ec);
 }
 
-int run_remote_rank(const RunArgs& args, const ExperimentConfig& config, StoreRunTeam& team,
-                    CliContext& ctx);
+int run_remote_rank(const RunArgs& args, const ExperimentConfig& config,
+                    const std::string& cpu_numerics, StoreRunTeam& team, CliContext& ctx);
 int run_writer(const RunArgs& args, ExperimentConfig& config, const std::string& out,
                const std::string& cpu_numerics, StoreRunTeam* team, CliContext& ctx);
 
@@ -149,7 +133,7 @@ int run_experiment_command(const RunArgs& args, CliContext& ctx) {
         std::make_unique<Distributed>(*launch, DistributedOptions().timeout(args.peer_timeout_s));
     team = std::make_unique<StoreRunTeam>(*peers);
     // Every rank must deal the same jobs: the same resolved config and results file.
-    if (!peers->same_on_every_rank(fnv1a(config.resolved_yaml + "\n" + out))) {
+    if (!peers->same_on_every_rank(core::fnv1a(config.resolved_yaml + "\n" + out))) {
       team->abort("the ranks were started with different configs, --set or --out");
       throw core::InputError(args.config, "",
                              "the ranks were started with different configs, --set or --out "
@@ -157,7 +141,7 @@ int run_experiment_command(const RunArgs& args, CliContext& ctx) {
     }
   }
   const bool remote = team && team->rank() != 0;
-  if (remote) return run_remote_rank(args, config, *team, ctx);
+  if (remote) return run_remote_rank(args, config, cpu_numerics, *team, ctx);
   try {
     return run_writer(args, config, out, cpu_numerics, team.get(), ctx);
   } catch (const std::exception& e) {
@@ -168,17 +152,20 @@ int run_experiment_command(const RunArgs& args, CliContext& ctx) {
 
 // A rank other than 0: runs its share and sends every result to rank 0; quiet unless the
 // run fails (rank 0 reports the jobs and the failed ones).
-int run_remote_rank(const RunArgs& args, const ExperimentConfig& config, StoreRunTeam& team,
-                    CliContext& ctx) {
+int run_remote_rank(const RunArgs& args, const ExperimentConfig& config,
+                    const std::string& cpu_numerics, StoreRunTeam& team, CliContext& ctx) {
   RunSummary summary;
   try {
     const RunStart start = team.share_start({});
     DiscardSink sink;
     const std::string out = args.out.empty() ? config.output : args.out;
+    RunMetadata metadata;  // only its provenance is used: rank 0 writes the file's
+    metadata.provenance = process_provenance(config.resolved_yaml, ctx.command_line, cpu_numerics);
     RunnerOptions options;
     options.parallel_jobs(args.jobs)
         .stop_flag(g_stop_requested)
         .skip(start.done)
+        .with_metadata(metadata)
         .on_team(team)
         .snapshots_in(out == "-" ? std::string() : snapshot_dir_for(out), args.snapshot_s);
     // Checkpoints and snapshots are written beside the results file, on this machine too.
@@ -221,7 +208,9 @@ int run_writer(const RunArgs& args, ExperimentConfig& config, const std::string&
       file->existing_config() != config.resolved_yaml) {
     ctx.err << "gopt: warning: the config differs from the one stored in " << out
             << "; keeping its finished results whose (workload, agent, seed) are still in the "
-               "config and storing the new config\n";
+               "config; the file keeps its first config, this run's goes into its history and "
+               "each new result records its config hash ("
+            << config_hash(config.resolved_yaml) << ")\n";
   }
 
   RunMetadata metadata;
@@ -229,11 +218,8 @@ int run_writer(const RunArgs& args, ExperimentConfig& config, const std::string&
   metadata.table = config.table;
   metadata.config_source = config.source;
   metadata.config_yaml = config.resolved_yaml;
-  metadata.gopt_version = std::string(version());
-  metadata.git_revision = std::string(git_revision());
-  metadata.host = host_name();
   metadata.start_time = utc_now();
-  metadata.cpu_numerics = cpu_numerics;
+  metadata.provenance = process_provenance(config.resolved_yaml, ctx.command_line, cpu_numerics);
 
   // Training snapshots of unfinished jobs live beside the results file; a run that does not
   // resume that file starts its jobs over, so older snapshots there are stale.
@@ -279,8 +265,8 @@ int run_writer(const RunArgs& args, ExperimentConfig& config, const std::string&
           << (console_only ? " results (not saved: --out -)" : " new results written to " + out);
   if (summary.already_done > 0) ctx.out << " (" << summary.already_done << " were there)";
   ctx.out << "\n";
-  std::string again = "gopt run " + quote(args.config) + " --out " + quote(out);
-  for (const auto& s : args.sets) again += " --set " + quote(s);
+  std::string again = "gopt run " + shell_quote(args.config) + " --out " + shell_quote(out);
+  for (const auto& s : args.sets) again += " --set " + shell_quote(s);
   again += " --resume";
   if (!summary.team_failure.empty()) {
     ctx.err << "gopt: error: " << summary.team_failure << "\n";
@@ -303,7 +289,7 @@ int run_writer(const RunArgs& args, ExperimentConfig& config, const std::string&
     ctx.err << "\n";
     return kExitInterrupted;
   }
-  if (!console_only) ctx.out << "tables: gopt table " << quote(out) << "\n";
+  if (!console_only) ctx.out << "tables: gopt table " << shell_quote(out) << "\n";
   return kExitOk;
 }
 

@@ -21,7 +21,7 @@ using Clock = std::chrono::steady_clock;
 // --- Bytes ---------------------------------------------------------------------------
 // Little more than memcpy: the ranks of a launch run the same build, and a mismatch is
 // caught by the magic number and the exact length.
-constexpr std::uint32_t kEventMagic = 0x67747631;  // "gtv1"
+constexpr std::uint32_t kEventMagic = 0x67747632;  // "gtv2": results carry provenance
 
 class Writer {
  public:
@@ -157,6 +157,13 @@ void write_result(Writer& w, const RunResult& r) {
   w.pod(r.measured_spread);
   w.text(r.op_times);
   w.pod<std::uint8_t>(r.op_times_in_sample);
+  for (const auto& [name, field] : provenance_fields(r.provenance)) w.text(*field);
+  w.pod<std::uint8_t>(r.budget.has_value());
+  if (r.budget) {
+    w.pod(r.budget->max_steps);
+    w.pod(r.budget->max_samples);
+    w.pod(r.budget->max_seconds);
+  }
 }
 
 RunResult read_result(Reader& in) {
@@ -204,6 +211,14 @@ RunResult read_result(Reader& in) {
   r.measured_spread = in.pod<double>();
   r.op_times = in.text();
   r.op_times_in_sample = in.pod<std::uint8_t>() != 0;
+  for (const auto& [name, field] : provenance_fields(r.provenance)) *field = in.text();
+  if (in.pod<std::uint8_t>() != 0) {
+    agents::TrainBudget b;
+    b.max_steps = in.pod<std::int64_t>();
+    b.max_samples = in.pod<std::int64_t>();
+    b.max_seconds = in.pod<double>();
+    r.budget = b;
+  }
   return r;
 }
 

@@ -25,6 +25,7 @@
 #include "core/compiled_graph.h"
 #include "core/errors.h"
 #include "core/rng.h"
+#include "core/strings.h"
 #include "core/units.h"
 #include "datasets/workload_registry.h"
 #include "experiments/job_time_model.h"
@@ -39,15 +40,6 @@ namespace gopt::experiments {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::uint64_t fnv1a(const std::string& s) {
-  std::uint64_t h = 14695981039346656037ULL;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  return h;
-}
 
 std::string clock_text(double seconds) {
   auto s = static_cast<long long>(seconds + 0.5);
@@ -393,6 +385,7 @@ struct Shared {
   hardware::Cluster cluster;
   std::unique_ptr<hardware::CostModel> cost;
   std::map<std::string, core::CompiledGraph> graphs;  // by workload label
+  Provenance provenance;  // this process's, stamped on every result it produces
 };
 
 // Every option of agent `type`: `used` (what it was created with) over the defaults, so a
@@ -423,6 +416,8 @@ RunResult result_of(const Shared& shared, const Job& job, agents::Agent& agent,
   r.num_devices = shared.cluster.num_devices();
   r.options = job.agent->options;
   r.resolved_options = resolved_options(shared, job.agent->type, used);
+  r.provenance = shared.provenance;
+  if (shared.registry.info(job.agent->type).learner) r.budget = job.agent->budget;
   // A learned agent: one that trains, or one that applies a pretrained policy.
   r.learner = agent.is_learner() || transfer_role(job.agent->type) != TransferRole::kNone;
   r.decision = agent.propose(env.problem());
@@ -684,7 +679,7 @@ std::string default_checkpoint(const ExperimentConfig& config, std::uint64_t see
 }
 
 std::uint64_t job_seed(std::uint64_t seed, const std::string& workload, const std::string& agent) {
-  return core::mix_seed(core::mix_seed(seed, fnv1a(workload)), fnv1a(agent));
+  return core::mix_seed(core::mix_seed(seed, core::fnv1a(workload)), core::fnv1a(agent));
 }
 
 RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
@@ -744,7 +739,8 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
     }
   }
 
-  Shared shared{config, {}, hardware::load_profile(config.hardware), nullptr, {}};
+  Shared shared{config,  {}, hardware::load_profile(config.hardware),
+                nullptr, {}, options.metadata.provenance};
   agents::register_builtin_agents(shared.registry);
   shared.cost = hardware::make_cost_model(shared.cluster);  // calibrated for measured profiles
   datasets::WorkloadRegistry workloads;

@@ -31,7 +31,6 @@
 #include "experiments/cli.h"
 #include "experiments/hdf5_sink.h"
 #include "experiments/machine_info.h"
-#include "experiments/version.h"
 #include "hardware/backend/backend.h"
 #include "hardware/cost_model.h"
 #include "hardware/profile.h"
@@ -324,9 +323,7 @@ int run_validate(const ValidateArgs& args, CliContext& ctx) {
                        "\ngraphs:\n";
     for (const auto& s : specs) yaml += "  - \"" + s.label + "\"\n";
     meta.config_yaml = yaml;
-    meta.gopt_version = std::string(version());
-    meta.git_revision = std::string(git_revision());
-    meta.host = host_name();
+    meta.provenance = process_provenance(yaml, ctx.command_line, "");
     meta.start_time = utc_now();
     sink.begin(meta);
     std::int64_t order = 0;
@@ -357,6 +354,7 @@ int run_validate(const ValidateArgs& args, CliContext& ctx) {
       r.measured_spread = c.spread;
       r.op_times = args.op_times;
       r.op_times_in_sample = c.in_sample;
+      r.provenance = meta.provenance;
       sink.write(r);
     }
   }

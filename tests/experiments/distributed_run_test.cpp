@@ -168,6 +168,12 @@ TEST(TorchrunTest, TwoRanksGiveTheResultsOfOneProcess) {
   ASSERT_EQ(a.results.size(), 24u);
   expect_same_results(a, b);
   EXPECT_EQ(b.incomplete, 0);
+  // The rows rank 1 ran reached rank 0's file as bytes with their provenance.
+  EXPECT_FALSE(b.metadata.provenance.empty());
+  for (const auto& r : b.results) {
+    EXPECT_EQ(r.provenance, b.metadata.provenance) << r.key.text();
+    EXPECT_EQ(r.provenance.config_hash, config_hash(b.metadata.config_yaml)) << r.key.text();
+  }
 }
 
 // Starts `gopt args...` as rank `rank` of `world` (rank 0 hosts the store on `port`), with

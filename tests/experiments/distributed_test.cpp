@@ -218,6 +218,14 @@ RunResult full_result() {
   r.measured_spread = 0.02;
   r.op_times = "profiled";
   r.op_times_in_sample = true;
+  r.provenance.gopt_version = "0.1.0";
+  r.provenance.git_revision = "0123abcd-dirty";
+  r.provenance.host = "rank-1-host";  // the rank that ran the job, not rank 0
+  r.provenance.cpu_numerics = "gopt kernels avx2; ATen AVX2; OpenBLAS Haswell";
+  r.provenance.libraries = "LibTorch 1.13.0; HDF5 1.10.8";
+  r.provenance.command = "gopt run 'a b.yaml' --set seeds=[1,2]";
+  r.provenance.config_hash = "00ff00ff00ff00ff";
+  r.budget = agents::TrainBudget().with_steps(200).with_samples(1 << 20).with_seconds(0.1 + 0.7);
   return r;
 }
 
@@ -279,7 +287,15 @@ TEST(TeamEventTest, ResultsSurviveTheBytesExactly) {
   EXPECT_EQ(b.measured_spread, a.measured_spread);
   EXPECT_EQ(b.op_times, a.op_times);
   EXPECT_EQ(b.op_times_in_sample, a.op_times_in_sample);
+  EXPECT_EQ(b.provenance, a.provenance);
+  EXPECT_EQ(b.provenance.host, "rank-1-host");
+  ASSERT_TRUE(b.budget.has_value());
+  EXPECT_EQ(b.budget->max_steps, 200);
+  EXPECT_EQ(b.budget->max_samples, 1 << 20);
+  EXPECT_EQ(b.budget->max_seconds, 0.1 + 0.7);
   EXPECT_EQ(back.results[1].key, RunResult{}.key);
+  EXPECT_TRUE(back.results[1].provenance.empty());
+  EXPECT_FALSE(back.results[1].budget.has_value());
 }
 
 TEST(TeamEventTest, DamagedBytesAreAnError) {

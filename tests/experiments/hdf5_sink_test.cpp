@@ -34,6 +34,18 @@ fs::path temp_dir() {
       ::testing::UnitTest::GetInstance()->current_test_info()->name());
 }
 
+Provenance sample_provenance(const std::string& revision, const std::string& host) {
+  Provenance p;
+  p.gopt_version = "0.1.0";
+  p.git_revision = revision;
+  p.host = host;
+  p.cpu_numerics = "gopt kernels baseline; ATen DEFAULT; OpenBLAS Prescott";
+  p.libraries = "LibTorch 1.13.0; HDF5 1.10.8";
+  p.command = "gopt run demo.yaml";
+  p.config_hash = config_hash("name: demo\nagents: [hdp]\n");
+  return p;
+}
+
 RunResult sample_result(const std::string& agent, std::uint64_t seed, bool learner) {
   RunResult r;
   r.key = {"wavenet_2", agent, seed};
@@ -65,6 +77,8 @@ RunResult sample_result(const std::string& agent, std::uint64_t seed, bool learn
   }
   r.options = {{"learning_rate", "0.05"}, {"seed", "3"}};
   if (learner) r.resolved_options = {{"learning_rate", "0.05"}, {"seed", "3"}, {"clip", "0.2"}};
+  r.provenance = sample_provenance("abc", "host");
+  if (learner) r.budget = agents::TrainBudget().with_steps(200).with_seconds(60);
   return r;
 }
 
@@ -74,9 +88,7 @@ RunMetadata sample_metadata() {
   m.table = "placement";
   m.config_source = "demo.yaml";
   m.config_yaml = "name: demo\nagents: [hdp]\n";
-  m.gopt_version = "0.1.0";
-  m.git_revision = "abc";
-  m.host = "host";
+  m.provenance = sample_provenance("abc", "host");
   m.start_time = "2026-01-01T00:00:00Z";
   return m;
 }
@@ -116,6 +128,13 @@ void expect_same(const RunResult& a, const RunResult& b) {
   }
   EXPECT_EQ(a.options, b.options);
   EXPECT_EQ(a.resolved_options, b.resolved_options);
+  EXPECT_EQ(a.provenance, b.provenance);
+  ASSERT_EQ(a.budget.has_value(), b.budget.has_value());
+  if (a.budget) {
+    EXPECT_EQ(a.budget->max_steps, b.budget->max_steps);
+    EXPECT_EQ(a.budget->max_samples, b.budget->max_samples);
+    EXPECT_EQ(a.budget->max_seconds, b.budget->max_seconds);
+  }
 }
 
 std::string error_of(const fs::path& path) {
@@ -142,15 +161,76 @@ TEST(Hdf5SinkTest, RoundTripsEveryField) {
   EXPECT_EQ(file.metadata.experiment, "demo");
   EXPECT_EQ(file.metadata.table, "placement");
   EXPECT_EQ(file.metadata.config_yaml, "name: demo\nagents: [hdp]\n");
-  EXPECT_EQ(file.metadata.gopt_version, "0.1.0");
-  EXPECT_EQ(file.metadata.git_revision, "abc");
-  EXPECT_EQ(file.metadata.host, "host");
+  EXPECT_EQ(file.metadata.provenance.gopt_version, "0.1.0");
+  EXPECT_EQ(file.metadata.provenance.git_revision, "abc");
+  EXPECT_EQ(file.metadata.provenance.host, "host");
   EXPECT_EQ(file.metadata.start_time, "2026-01-01T00:00:00Z");
+  EXPECT_EQ(file.metadata.provenance, sample_provenance("abc", "host"));
+  EXPECT_EQ(file.format_version, kResultsFormatVersion);
+  ASSERT_EQ(file.metadata.history.size(), 1u);  // the first run is the history's first entry
+  EXPECT_EQ(file.metadata.history[0].provenance, sample_provenance("abc", "host"));
+  EXPECT_EQ(file.metadata.history[0].start_time, "2026-01-01T00:00:00Z");
+  EXPECT_EQ(file.metadata.history[0].config_yaml, "");  // the file's own config
   EXPECT_EQ(file.incomplete, 0);
   ASSERT_EQ(file.results.size(), 2u);
   expect_same(file.results[0], b);  // order 1 before order 2
   expect_same(file.results[1], a);
   EXPECT_TRUE(std::isinf(file.results[0].learning_curve[0].best_step_time_s));
+  ASSERT_TRUE(file.results[0].budget.has_value());
+  EXPECT_EQ(file.results[0].budget->max_samples, std::numeric_limits<std::int64_t>::max());
+  EXPECT_FALSE(file.results[1].budget.has_value());  // metis does not learn
+}
+
+// Issue #29: a resume overwrote the file's config, revision and host. The file keeps its
+// first run's; every run, the first included, is in its history, with the config of a run
+// that differs from the file's.
+TEST(Hdf5SinkTest, ResumeKeepsTheFirstRunsMetadataAndAppendsToTheHistory) {
+  auto dir = temp_dir();
+  auto path = dir / "r.h5";
+  {
+    Hdf5Sink sink(path);
+    sink.begin(sample_metadata());
+    sink.write(sample_result("hdp", 1, true));
+  }
+  RunMetadata later = sample_metadata();
+  later.config_yaml = "name: demo\nagents: [hdp, metis]\n";
+  later.config_source = "elsewhere/demo.yaml";
+  later.start_time = "2026-02-01T00:00:00Z";
+  later.provenance = sample_provenance("def", "other-host");
+  later.provenance.command = "gopt run demo.yaml --resume";
+  later.provenance.config_hash = config_hash(later.config_yaml);
+  {
+    Hdf5Sink sink(path, Hdf5SinkOptions().mode(OpenMode::kResume));
+    sink.begin(later);
+    auto r = sample_result("metis", 2, false);
+    r.provenance = later.provenance;
+    sink.write(r);
+  }
+  const auto file = read_results_file(path);
+  EXPECT_EQ(file.metadata.provenance.git_revision, "abc");
+  EXPECT_EQ(file.metadata.provenance.host, "host");
+  EXPECT_EQ(file.metadata.config_yaml, "name: demo\nagents: [hdp]\n");
+  EXPECT_EQ(file.metadata.config_source, "demo.yaml");
+  EXPECT_EQ(file.metadata.start_time, "2026-01-01T00:00:00Z");
+  ASSERT_EQ(file.metadata.history.size(), 2u);
+  EXPECT_EQ(file.metadata.history[0].provenance.git_revision, "abc");
+  EXPECT_EQ(file.metadata.history[0].config_yaml, "");
+  EXPECT_EQ(file.metadata.history[1].provenance, later.provenance);
+  EXPECT_EQ(file.metadata.history[1].start_time, "2026-02-01T00:00:00Z");
+  EXPECT_EQ(file.metadata.history[1].config_yaml, later.config_yaml);
+  // Each row says which run wrote it.
+  ASSERT_EQ(file.results.size(), 2u);
+  EXPECT_EQ(file.results[0].provenance.git_revision, "abc");
+  EXPECT_EQ(file.results[1].provenance.git_revision, "def");
+  EXPECT_EQ(file.results[1].provenance.config_hash, config_hash(later.config_yaml));
+  // A third run with the file's own config adds an entry without a config.
+  {
+    Hdf5Sink sink(path, Hdf5SinkOptions().mode(OpenMode::kResume));
+    sink.begin(sample_metadata());
+  }
+  const auto third = read_results_file(path).metadata.history;
+  ASSERT_EQ(third.size(), 3u);
+  EXPECT_EQ(third[2].config_yaml, "");
 }
 
 TEST(Hdf5SinkTest, RefusesToOverwriteUnlessAsked) {
@@ -471,6 +551,52 @@ TEST(Hdf5SinkTest, ASecondWriterOfOneFileIsRefused) {
     EXPECT_NE(std::string(e.what()).find("another `gopt run` is writing"), std::string::npos)
         << e.what();
   }
+}
+
+// Sets the root attribute format_version of a file gopt wrote (as another version would).
+void set_format_version(const fs::path& path, std::int64_t version) {
+  hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
+  hid_t a = H5Aopen(f, "format_version", H5P_DEFAULT);
+  ASSERT_GE(a, 0);
+  EXPECT_GE(H5Awrite(a, H5T_NATIVE_INT64, &version), 0);
+  H5Aclose(a);
+  H5Fclose(f);
+}
+
+// A version-1 file (no provenance) still reads, and --resume refuses it untouched, naming
+// its version and the one this gopt writes; a newer version is refused by readers too.
+TEST(Hdf5SinkTest, OtherFormatVersionsAreNamedWhenRefused) {
+  auto dir = temp_dir();
+  auto path = dir / "r.h5";
+  {
+    Hdf5Sink sink(path);
+    sink.begin(sample_metadata());
+    sink.write(sample_result("metis", 1, false));
+  }
+  set_format_version(path, 1);
+  const auto old = read_results_file(path);
+  EXPECT_EQ(old.format_version, 1);
+  EXPECT_EQ(old.results.size(), 1u);
+  const std::string before = file_bytes(path);
+  try {
+    Hdf5Sink sink(path, Hdf5SinkOptions().mode(OpenMode::kResume));
+    FAIL() << "resumed a version-1 file";
+  } catch (const core::InputError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find(path.string() + ": results format version 1: this gopt reads it but "
+                                           "writes only version 2"),
+              std::string::npos)
+        << message;
+    EXPECT_NE(message.find("--out NEW.h5"), std::string::npos) << message;
+  }
+  EXPECT_EQ(file_bytes(path), before);
+  EXPECT_FALSE(fs::exists(path.string() + ".lock"));
+
+  set_format_version(path, 3);
+  EXPECT_EQ(error_of(path), path.string() +
+                                ": results format version 3 is newer than this gopt reads "
+                                "(versions 1 to 2); update gopt");
 }
 
 }  // namespace

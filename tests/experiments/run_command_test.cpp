@@ -144,7 +144,7 @@ TEST(RunCommandTest, RunsAndJobsDoNotChangeResults) {
   expect_same_results(a, b);
   EXPECT_EQ(a.metadata.experiment, "small");
   EXPECT_TRUE(contains(a.metadata.config_yaml, "samples_per_step")) << a.metadata.config_yaml;
-  EXPECT_FALSE(a.metadata.git_revision.empty());
+  EXPECT_FALSE(a.metadata.provenance.git_revision.empty());
   for (const auto& r : a.results) {
     EXPECT_EQ(r.learner, r.key.agent == "hdp");
     if (r.learner) {
@@ -534,7 +534,7 @@ TEST(RunCommandTest, OpenBlasRunsKernelsAsWideAsTheCpu) {
   auto r = run_command("env -u OPENBLAS_CORETYPE " + kGopt + " run " + config.string() + " --out " +
                        out.string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const std::string said = read_results_file(out).metadata.cpu_numerics;
+  const std::string said = read_results_file(out).metadata.provenance.cpu_numerics;
   if (contains(said, "OpenBLAS unknown")) GTEST_SKIP() << "the loaded BLAS is not OpenBLAS";
   if (contains(said, "gopt kernels avx512") || contains(said, "gopt kernels avx2")) {
     EXPECT_FALSE(contains(said, "OpenBLAS Prescott")) << said;
@@ -542,7 +542,8 @@ TEST(RunCommandTest, OpenBlasRunsKernelsAsWideAsTheCpu) {
   r = run_command("OPENBLAS_CORETYPE=Prescott " + kGopt + " run " + config.string() +
                   " --overwrite --out " + out.string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(contains(read_results_file(out).metadata.cpu_numerics, "OpenBLAS Prescott"));
+  EXPECT_TRUE(
+      contains(read_results_file(out).metadata.provenance.cpu_numerics, "OpenBLAS Prescott"));
 }
 
 TEST(RunCommandTest, ResultsRecordTheCpuPathAndABadPathLeavesTheFileAlone) {
@@ -552,7 +553,7 @@ TEST(RunCommandTest, ResultsRecordTheCpuPathAndABadPathLeavesTheFileAlone) {
   auto r = run_command("GOPT_CPU_KERNEL=baseline " + kGopt + " run " + config.string() + " --out " +
                        out.string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const std::string said = read_results_file(out).metadata.cpu_numerics;
+  const std::string said = read_results_file(out).metadata.provenance.cpu_numerics;
   EXPECT_TRUE(contains(said, "gopt kernels baseline")) << said;
   const std::string before = read_text(out);
   auto bad = run_command("GOPT_CPU_KERNEL=avx3 " + kGopt + " run " + config.string() +
