@@ -37,8 +37,15 @@ int print_tables(const TableArgs& args, CliContext& ctx) {
     }
     tables = std::move(chosen);
   }
-  ctx.out << render_tables(tables,
-                           args.format == "csv" ? TableFormat::kCsv : TableFormat::kMarkdown);
+  // Rows from two binaries or two budgets look like one run in the tables: say so on stderr,
+  // and in markdown (a page someone reads later) above the tables too.
+  const auto warnings = provenance_warnings(file);
+  for (const auto& w : warnings) ctx.err << "gopt: warning: " << args.file << ": " << w << "\n";
+  const bool csv = args.format == "csv";
+  if (!csv) {
+    for (const auto& w : warnings) ctx.out << "> **Warning:** " << w << "\n\n";
+  }
+  ctx.out << render_tables(tables, csv ? TableFormat::kCsv : TableFormat::kMarkdown);
   if (file.incomplete > 0) {
     ctx.err << "gopt: note: " << file.incomplete
             << " half-written results (an interrupted run) were ignored\n";

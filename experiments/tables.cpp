@@ -767,6 +767,20 @@ std::string csv_cell(const std::string& s) {
   return q + "\"";
 }
 
+// "steps 200, samples 400, seconds 60", each limit only when set.
+std::string budget_text(const agents::TrainBudget& b) {
+  std::string s = "steps " + std::to_string(b.max_steps);
+  if (b.max_samples != agents::TrainBudget{}.max_samples) {
+    s += ", samples " + std::to_string(b.max_samples);
+  }
+  if (std::isfinite(b.max_seconds)) {
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%g", b.max_seconds);
+    s += std::string(", seconds ") + seconds;
+  }
+  return s;
+}
+
 }  // namespace
 
 std::vector<Table> build_tables(const ResultsFile& file) {
@@ -810,6 +824,52 @@ std::vector<Table> build_tables(const ResultsFile& file) {
     tables.push_back(std::move(t));
   }
   return tables;
+}
+
+std::vector<std::string> provenance_warnings(const ResultsFile& file) {
+  // Distinct values in order of first appearance, with their counts of rows.
+  using Counts = std::vector<std::pair<std::string, int>>;
+  auto count = [](Counts& counts, const std::string& value) {
+    auto it =
+        std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == value; });
+    if (it == counts.end()) {
+      counts.emplace_back(value, 1);
+    } else {
+      ++it->second;
+    }
+  };
+  auto listed = [](const Counts& counts) {
+    std::string s;
+    for (const auto& [value, n] : counts) {
+      s += (s.empty() ? "" : "; ") + value + " (" + std::to_string(n) +
+           (n == 1 ? " result)" : " results)");
+    }
+    return s;
+  };
+  Counts revisions;
+  std::vector<std::pair<std::string, Counts>> budgets;  // by agent label
+  for (const auto& r : file.results) {
+    if (!r.provenance.git_revision.empty()) count(revisions, r.provenance.git_revision);
+    if (!r.budget) continue;
+    auto agent = std::find_if(budgets.begin(), budgets.end(),
+                              [&](const auto& b) { return b.first == r.key.agent; });
+    if (agent == budgets.end()) agent = budgets.insert(budgets.end(), {r.key.agent, {}});
+    count(agent->second, budget_text(*r.budget));
+  }
+  std::vector<std::string> warnings;
+  if (revisions.size() > 1) {
+    warnings.push_back(
+        "the results come from " + std::to_string(revisions.size()) +
+        " git revisions, which may simulate or train differently: " + listed(revisions));
+  }
+  for (const auto& [agent, counts] : budgets) {
+    if (counts.size() > 1) {
+      warnings.push_back(
+          "agent " + agent + " trained under " + std::to_string(counts.size()) +
+          " budgets, so its results are not comparable with each other: " + listed(counts));
+    }
+  }
+  return warnings;
 }
 
 std::string render_tables(const std::vector<Table>& tables, TableFormat format) {

@@ -29,6 +29,14 @@ struct Table {
 /// a cell is "OOM" when every seed ran out of memory.
 [[nodiscard]] std::vector<Table> build_tables(const ResultsFile& file);
 
+/// What a reader must know about where the rows came from, one sentence each: that they
+/// mix git revisions (each with its count of rows), and for each agent label whose rows
+/// mix training budgets, which budgets. Empty when every row comes from one revision and
+/// each agent from one budget, and for rows without provenance (format version 1).
+///
+///   for (const auto& w : provenance_warnings(file)) std::cerr << "gopt: warning: " << w;
+[[nodiscard]] std::vector<std::string> provenance_warnings(const ResultsFile& file);
+
 /// Markdown (a heading, a pipe table and notes per table) or CSV (a "# title" line, then
 /// header and rows, tables separated by a blank line).
 [[nodiscard]] std::string render_tables(const std::vector<Table>& tables, TableFormat format);

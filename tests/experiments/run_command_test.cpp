@@ -169,6 +169,86 @@ TEST(RunCommandTest, RunsAndJobsDoNotChangeResults) {
   EXPECT_TRUE(contains(resumed.out, "0 new results")) << resumed.out;
 }
 
+// Issue #29: a resume with another budget keeps the file's first-run metadata, adds itself
+// to the history, stamps its rows with its own config hash and budget, and `gopt table`
+// warns that hdp's rows mix budgets (stderr; markdown too, CSV stays plain).
+TEST(RunCommandTest, AResumeIsRecordedAndTableWarnsWhenBudgetsMix) {
+  auto dir = temp_dir();
+  const auto out = (dir / "r.h5").string();
+  auto first =
+      run_command(kGopt + " run " + write_config(dir, 3, "[1]").string() + " --out " + out);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const auto before = read_results_file(out);
+  const auto config = write_config(dir, 2, "[1, 2]").string();
+  auto resumed = run_command(kGopt + " run " + config + " --resume --out " + out);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_TRUE(contains(resumed.err, "the file keeps its first config")) << resumed.err;
+
+  const auto file = read_results_file(out);
+  EXPECT_EQ(file.format_version, kResultsFormatVersion);
+  EXPECT_EQ(file.metadata.config_yaml, before.metadata.config_yaml);
+  EXPECT_EQ(file.metadata.start_time, before.metadata.start_time);
+  EXPECT_EQ(file.metadata.provenance, before.metadata.provenance);
+  ASSERT_EQ(file.metadata.history.size(), 2u);
+  EXPECT_EQ(file.metadata.history[0].provenance, before.metadata.provenance);
+  const auto& second = file.metadata.history[1];
+  EXPECT_EQ(second.provenance.command, "gopt run " + config + " --resume --out " + out);
+  EXPECT_TRUE(contains(second.config_yaml, "steps: 2")) << second.config_yaml;
+  EXPECT_NE(second.provenance.config_hash, before.metadata.provenance.config_hash);
+  EXPECT_TRUE(contains(second.provenance.libraries, "LibTorch ")) << second.provenance.libraries;
+  EXPECT_TRUE(contains(second.provenance.libraries, "; HDF5 1.")) << second.provenance.libraries;
+  ASSERT_EQ(file.results.size(), 16u);
+  for (const auto& r : file.results) {
+    SCOPED_TRACE(r.key.text());
+    const auto& run = r.key.seed == 1 ? file.metadata.history[0] : second;
+    EXPECT_EQ(r.provenance, run.provenance);
+    EXPECT_EQ(r.budget.has_value(), r.key.agent == "hdp");
+    if (r.budget) {
+      EXPECT_EQ(r.budget->max_steps, r.key.seed == 1 ? 3 : 2);
+    }
+  }
+
+  const std::string warning =
+      "agent hdp trained under 2 budgets, so its results are not comparable with each other: "
+      "steps 3 (2 results); steps 2 (2 results)";
+  auto md = run_command(kGopt + " table " + out);
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  EXPECT_TRUE(contains(md.err, "gopt: warning: " + out + ": " + warning)) << md.err;
+  EXPECT_EQ(md.out.rfind("> **Warning:** " + warning + "\n\n## ", 0), 0u) << md.out;
+  auto csv = run_command(kGopt + " table " + out + " --format csv");
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  EXPECT_TRUE(contains(csv.err, warning)) << csv.err;
+  EXPECT_FALSE(contains(csv.out, "Warning")) << csv.out;
+}
+
+// Rows from two binaries: `gopt table` names both revisions and how many rows each wrote.
+TEST(TableCommandTest, WarnsWhenTheRowsMixRevisions) {
+  auto dir = temp_dir();
+  const auto out = dir / "mixed.h5";
+  {
+    Hdf5Sink sink(out);
+    RunMetadata m;
+    m.experiment = "mixed";
+    m.provenance.git_revision = "aaaa111";
+    sink.begin(m);
+    for (std::uint64_t seed : {1, 2, 3}) {
+      RunResult r;
+      r.key = {"w", "metis", seed};
+      r.agent_type = "metis";
+      r.best_step_time_s = 0.01;
+      r.provenance.git_revision = seed == 3 ? "bbbb222" : "aaaa111";
+      sink.write(r);
+    }
+  }
+  auto table = run_command(kGopt + " table " + out.string());
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  const std::string warning =
+      "the results come from 2 git revisions, which may simulate or train differently: "
+      "aaaa111 (2 results); bbbb222 (1 result)";
+  EXPECT_TRUE(contains(table.err, warning)) << table.err;
+  EXPECT_TRUE(contains(table.out, "> **Warning:** " + warning)) << table.out;
+}
+
 TEST(RunCommandTest, KilledRunLeavesAReadableFileAndResumeCompletesIt) {
   auto dir = temp_dir();
   auto config = write_config(dir, 12, "[1, 2]");

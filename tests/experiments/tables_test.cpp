@@ -408,5 +408,29 @@ TEST(RunningTableTest, ShowsEachJobsCurveSoFarAndWhetherItStillRuns) {
                           [](const Table& t) { return t.id == "placement"; }));
 }
 
+// No warning for what is normal: agents with different budgets, one revision, and files
+// without provenance (format version 1); a warning once one agent's rows differ.
+TEST(ProvenanceWarningsTest, OnlyMixedRevisionsOrOneAgentsMixedBudgetsWarn) {
+  auto file = fixture({{"w1", "hdp", "hdp", 10},
+                       {"w2", "hdp", "hdp", 10},
+                       {"w1", "go_one", "go_one", 10},
+                       {"w1", "metis", "metis", 10}});
+  EXPECT_TRUE(provenance_warnings(file).empty());  // no provenance at all
+  for (auto& r : file.results) {
+    r.provenance.git_revision = "abc1234";
+    if (r.key.agent != "metis") r.budget = agents::TrainBudget().with_steps(100);
+  }
+  file.results[2].budget = agents::TrainBudget().with_steps(1000);  // go_one: its own budget
+  EXPECT_TRUE(provenance_warnings(file).empty());
+
+  file.results[1].budget =
+      agents::TrainBudget().with_steps(100).with_samples(400).with_seconds(1.5);
+  auto warnings = provenance_warnings(file);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0],
+            "agent hdp trained under 2 budgets, so its results are not comparable with each "
+            "other: steps 100 (1 result); steps 100, samples 400, seconds 1.5 (1 result)");
+}
+
 }  // namespace
 }  // namespace gopt::experiments
