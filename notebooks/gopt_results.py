@@ -4,7 +4,8 @@ The notebooks in this folder use this module only, so that a schema change has o
 to follow. Needs Debian's python3-h5py, python3-pandas and python3-numpy.
 
     import gopt_results as gr
-    meta = gr.metadata("results/quickstart.h5")
+    meta = gr.metadata("results/quickstart.h5")          # the first run's facts, history
+    runs = gr.history("results/quickstart.h5")            # one row per run into the file
     df = gr.results_frame("results/quickstart.h5")        # one row per (workload, agent, seed)
     curves = gr.learning_curves("results/quickstart.h5")  # one row per learner update
     running = gr.running_jobs("results/quickstart.h5")    # jobs still training, one row each
@@ -21,7 +22,9 @@ import numpy as np
 import pandas as pd
 
 FORMAT_NAME = "gopt-results"
-FORMAT_VERSION = 1
+# The schema versions this module reads: 1, and 2 (provenance per result, the run history).
+OLDEST_FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 RESULT_ATTRS = [
     "workload", "agent", "seed", "order", "agent_type", "learner", "held_out", "graph",
@@ -35,6 +38,13 @@ MEASURED_ATTRS = ["measured_step_time_s", "measured_backend", "measured_spread",
 # The tightest lower bound (simulator/lower_bounds.h); absent in files written before
 # 2026-11-24, where results_frame fills it with max(critical path, work).
 BOUND_ATTR = "lower_bound_s"
+# Where a result came from (format version 2; None in version-1 files): the binary, the
+# machine, the libraries, the command and the config's hash.
+PROVENANCE_ATTRS = ["git_revision", "gopt_version", "host", "cpu_numerics", "libraries",
+                    "command", "config_hash"]
+# A learner's training budget (format version 2; None for agents that do not learn). No
+# limit reads as the int64 maximum (samples) or inf (seconds).
+BUDGET_ATTRS = ["budget_steps", "budget_samples", "budget_seconds"]
 CURVE_FIELDS = ["step", "samples", "best_step_time_s", "mean_step_time_s", "wall_s"]
 
 
@@ -64,10 +74,10 @@ def open_results(path):
         raise ResultsFileError(
             f"{path}: not a gopt results file (no root attribute format = '{FORMAT_NAME}')")
     version = int(f.attrs.get("format_version", 0))
-    if version > FORMAT_VERSION:
+    if not OLDEST_FORMAT_VERSION <= version <= FORMAT_VERSION:
         f.close()
-        raise ResultsFileError(f"{path}: format version {version} is newer than this module "
-                               f"reads ({FORMAT_VERSION})")
+        raise ResultsFileError(f"{path}: results format version {version}; this module reads "
+                               f"versions {OLDEST_FORMAT_VERSION} to {FORMAT_VERSION}")
     return f
 
 
@@ -75,17 +85,35 @@ def _complete(group):
     return int(group.attrs.get("complete", 0)) == 1
 
 
+def _value(v):
+    return _text(v) if isinstance(v, (bytes, str)) else v.item() if hasattr(v, "item") else v
+
+
 def metadata(path):
-    """The file attributes: experiment, table, config (resolved YAML), gopt_version,
-    git_revision, host, start_time, ..."""
+    """The file attributes, those of the run that created it: experiment, table, config
+    (resolved YAML), gopt_version, git_revision, host, libraries, command, config_hash,
+    start_time, ...; `history` is the list of every run into the file (dicts, see
+    history()), empty for version-1 files."""
     with open_results(path) as f:
-        return {k: (_text(v) if isinstance(v, (bytes, str)) else v.item() if hasattr(v, "item")
-                    else v) for k, v in f.attrs.items()}
+        meta = {k: _value(v) for k, v in f.attrs.items()}
+    meta["history"] = json.loads(meta["history"]) if "history" in meta else []
+    return meta
+
+
+def history(path):
+    """One row per run into the file, the first one first (`gopt run`, then each
+    `--resume`): start_time, the provenance fields and config (that run's resolved config
+    when it differs from the file's, else None). Empty for version-1 files."""
+    runs = metadata(path)["history"]
+    return pd.DataFrame([{"start_time": r["start_time"], **{k: r[k] for k in PROVENANCE_ATTRS},
+                          "config": r.get("config")} for r in runs],
+                        columns=["start_time"] + PROVENANCE_ATTRS + ["config"])
 
 
 def results_frame(path):
     """One row per complete result, in config order, with every scalar attribute, the
-    agent options (a dict) and best_step_time_ms."""
+    agent options (a dict), its provenance and budget (None where the file or agent has
+    none) and best_step_time_ms."""
     rows = []
     with open_results(path) as f:
         for name, g in f["results"].items():
@@ -102,11 +130,13 @@ def results_frame(path):
             row[BOUND_ATTR] = max(basic, float(g.attrs.get(BOUND_ATTR, 0.0)))
             for key in MEASURED_ATTRS:
                 if key in g.attrs:
-                    value = g.attrs[key]
-                    row[key] = _text(value) if isinstance(value, (bytes, str)) else value.item()
+                    row[key] = _value(g.attrs[key])
+            for key in PROVENANCE_ATTRS + BUDGET_ATTRS:
+                row[key] = _value(g.attrs[key]) if key in g.attrs else None
             rows.append(row)
     measured = [k for k in MEASURED_ATTRS if any(k in r for r in rows)]
-    df = pd.DataFrame(rows, columns=RESULT_ATTRS + [BOUND_ATTR, "options"] + measured)
+    df = pd.DataFrame(rows, columns=RESULT_ATTRS + [BOUND_ATTR, "options"] + measured
+                      + PROVENANCE_ATTRS + BUDGET_ATTRS)
     df = df.sort_values(["order", "workload", "agent", "seed"]).reset_index(drop=True)
     df["best_step_time_ms"] = df["best_step_time_s"] * 1e3
     return df
