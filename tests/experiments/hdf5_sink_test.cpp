@@ -93,6 +93,13 @@ RunMetadata sample_metadata() {
   return m;
 }
 
+// A new file at `path` holding `result`, written by a run of sample_metadata().
+void write_file_with(const fs::path& path, const RunResult& result) {
+  Hdf5Sink sink(path);
+  sink.begin(sample_metadata());
+  sink.write(result);
+}
+
 void expect_same(const RunResult& a, const RunResult& b) {
   EXPECT_EQ(a.key, b.key);
   EXPECT_EQ(a.order, b.order);
@@ -187,11 +194,7 @@ TEST(Hdf5SinkTest, RoundTripsEveryField) {
 TEST(Hdf5SinkTest, ResumeKeepsTheFirstRunsMetadataAndAppendsToTheHistory) {
   auto dir = temp_dir();
   auto path = dir / "r.h5";
-  {
-    Hdf5Sink sink(path);
-    sink.begin(sample_metadata());
-    sink.write(sample_result("hdp", 1, true));
-  }
+  write_file_with(path, sample_result("hdp", 1, true));
   RunMetadata later = sample_metadata();
   later.config_yaml = "name: demo\nagents: [hdp, metis]\n";
   later.config_source = "elsewhere/demo.yaml";
@@ -253,11 +256,7 @@ TEST(Hdf5SinkTest, RefusesToOverwriteUnlessAsked) {
 TEST(Hdf5SinkTest, ResumeFindsCompleteResultsAndDropsHalfWrittenOnes) {
   auto dir = temp_dir();
   auto path = dir / "r.h5";
-  {
-    Hdf5Sink sink(path);
-    sink.begin(sample_metadata());
-    sink.write(sample_result("metis", 1, false));
-  }
+  write_file_with(path, sample_result("metis", 1, false));
   {
     // A run killed while writing leaves a group without the `complete` attribute.
     hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
@@ -569,11 +568,7 @@ void set_format_version(const fs::path& path, std::int64_t version) {
 TEST(Hdf5SinkTest, OtherFormatVersionsAreNamedWhenRefused) {
   auto dir = temp_dir();
   auto path = dir / "r.h5";
-  {
-    Hdf5Sink sink(path);
-    sink.begin(sample_metadata());
-    sink.write(sample_result("metis", 1, false));
-  }
+  write_file_with(path, sample_result("metis", 1, false));
   set_format_version(path, 1);
   const auto old = read_results_file(path);
   EXPECT_EQ(old.format_version, 1);
