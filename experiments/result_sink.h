@@ -42,7 +42,7 @@ struct Provenance {
   /// The CPU code paths the learned agents' float arithmetic took
   /// (agents::cpu_numerics_description(); results differ between them).
   std::string cpu_numerics;
-  std::string libraries;  ///< library versions ("LibTorch 1.13.1; HDF5 1.10.8")
+  std::string libraries;  ///< library versions ("LibTorch 1.13.0; HDF5 1.10.8")
   std::string command;    ///< the command line, shell-quoted ("gopt run cfg.yaml --resume")
   /// FNV-1a (64-bit) of the resolved config text, 16 hex digits (config_hash()).
   std::string config_hash;
