@@ -66,6 +66,9 @@ void add_run_command(CLI::App& app, CliContext& context);
 /// Registers `gopt table` (table_command.cpp).
 void add_table_command(CLI::App& app, CliContext& context);
 
+/// Registers `gopt report` (report_command.cpp).
+void add_report_command(CLI::App& app, CliContext& context);
+
 /// Registers `gopt compare` (compare_command.cpp).
 void add_compare_command(CLI::App& app, CliContext& context);
 

@@ -1,0 +1,63 @@
+// `gopt report RESULTS.h5 [--out PAGE.md]`: a results page (report.h) from a results file
+// written by `gopt run`.
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <ostream>
+#include <string>
+
+#include "core/errors.h"
+#include "experiments/cli.h"
+#include "experiments/hdf5_sink.h"
+#include "experiments/report.h"
+
+namespace gopt::experiments {
+namespace {
+
+struct ReportArgs {
+  std::string file;
+  std::string out;
+};
+
+int write_report(const ReportArgs& args, CliContext& ctx) {
+  const ResultsFile file = read_results_file(args.file);
+  ReportOptions options;
+  options.regenerate = "gopt report " + portable_path(args.file) +
+                       (args.out.empty() ? "" : " --out " + portable_path(args.out));
+  const std::string page = render_report(file, options);
+  if (args.out.empty()) {
+    ctx.out << page;
+    return kExitOk;
+  }
+  // Written next to the target and renamed over it: a failed write leaves the old page.
+  const std::filesystem::path target(args.out);
+  const auto temporary = target.string() + ".tmp";
+  {
+    std::ofstream f(temporary, std::ios::binary | std::ios::trunc);
+    if (!f) throw core::InputError(args.out, "--out", "cannot be written");
+    f << page;
+    f.close();
+    if (!f) throw core::InputError(args.out, "--out", "writing it failed");
+  }
+  std::filesystem::rename(temporary, target);
+  ctx.err << "gopt: wrote " << args.out << " (" << file.results.size() << " results)\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_report_command(CLI::App& app, CliContext& context) {
+  auto args = std::make_shared<ReportArgs>();
+  auto* cmd = app.add_subcommand(
+      "report",
+      "Write a results page (markdown): the tables of a results file with the config, revision,\n"
+      "command and libraries that made them (docs/results/)");
+  cmd->add_option("results", args->file, "Results file (HDF5) written by `gopt run`")->required();
+  cmd->add_option("--out", args->out, "Page to write (default: print it)");
+  cmd->callback([&context, args] {
+    context.action = [&context, args] { return write_report(*args, context); };
+  });
+}
+
+}  // namespace gopt::experiments
