@@ -1,5 +1,6 @@
 #include "agents/registry.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -217,6 +218,34 @@ std::unique_ptr<Agent> AgentRegistry::create(const std::string& name,
   AgentOptions resolved(name, entry.options, options, source);
   if (entry.check_options) entry.check_options(resolved);
   return entry.factory(resolved);
+}
+
+void AgentRegistry::declare_artifacts(const std::string& name, AgentArtifacts artifacts) {
+  auto it = std::find_if(agents_.begin(), agents_.end(),
+                         [&](const AgentInfo& a) { return a.name == name; });
+  if (it == agents_.end()) throw std::logic_error("artifacts declared for unknown agent " + name);
+  for (const auto* specs : {&artifacts.produces, &artifacts.consumes}) {
+    for (const auto& spec : *specs) {
+      const bool carried = std::any_of(it->options.begin(), it->options.end(), [&](const auto& o) {
+        return o.name == spec.option && o.type == OptionType::kString;
+      });
+      if (!carried) {
+        throw std::logic_error("agent " + name + " passes its " + spec.kind + " through '" +
+                               spec.option + "', which is not a string option");
+      }
+    }
+  }
+  it->artifacts = std::move(artifacts);
+}
+
+std::unique_ptr<TransferableAgent> AgentRegistry::create_transferable(
+    const std::string& name, const std::map<std::string, std::string>& options,
+    const std::string& source) const {
+  auto agent = create(name, options, source);
+  auto* transferable = dynamic_cast<TransferableAgent*>(agent.get());
+  if (transferable == nullptr) throw core::Error("agent '" + name + "' cannot train on a set");
+  agent.release();
+  return std::unique_ptr<TransferableAgent>(transferable);
 }
 
 }  // namespace gopt::agents

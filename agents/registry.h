@@ -90,6 +90,55 @@ class AgentOptions {
   std::map<std::string, std::string> values_;
 };
 
+/// A file one agent's jobs write and another's read (a pretrained policy). The runner
+/// passes its path through the agent option `option`: a consumer whose option is unset
+/// reads the first producer's artifact of the same kind and seed, and a producer whose
+/// option is unset writes "<results file without .h5>.<agent label>.seed<N><file_suffix>".
+///
+///   {"pretrained_policy", "checkpoint", ".ckpt"}
+struct ArtifactSpec {
+  std::string kind;         ///< what it is; a consumer reads a producer's of the same kind
+  std::string option;       ///< the string option that receives the file's path
+  std::string file_suffix;  ///< producers: the default file's extension
+};
+
+/// Which workloads of an experiment an agent's jobs cover.
+enum class WorkloadScope {
+  kEach,         ///< one job per workload (validation workloads excepted)
+  kTrainingSet,  ///< one job per seed over every training workload (neither held out nor a
+                 ///< validation workload), the validation workloads for model selection,
+                 ///< one result row per training workload; the agent is a TransferableAgent
+  kHeldOut,      ///< one job per held-out workload (per workload when none is held out)
+};
+
+/// What an agent's jobs produce and consume, and which workloads they cover: what the
+/// runner's planner knows of an agent beyond its options (experiments/plan.h).
+///
+///   AgentArtifacts()
+///       .produce({"pretrained_policy", "checkpoint", ".ckpt"})
+///       .on(WorkloadScope::kTrainingSet)
+struct AgentArtifacts {
+  std::vector<ArtifactSpec> produces;
+  std::vector<ArtifactSpec> consumes;
+  WorkloadScope workloads = WorkloadScope::kEach;
+
+  AgentArtifacts& produce(ArtifactSpec spec) {
+    produces.push_back(std::move(spec));
+    return *this;
+  }
+  AgentArtifacts& consume(ArtifactSpec spec) {
+    consumes.push_back(std::move(spec));
+    return *this;
+  }
+  AgentArtifacts& on(WorkloadScope scope) {
+    workloads = scope;
+    return *this;
+  }
+  /// A transfer-learning agent (it trains on the training set, or runs on held-out
+  /// workloads): its results count as learned even when it does not train itself.
+  [[nodiscard]] bool transfers() const { return workloads != WorkloadScope::kEach; }
+};
+
 /// A registered agent.
 struct AgentInfo {
   using Factory = std::function<std::unique_ptr<Agent>(const AgentOptions&)>;
@@ -114,6 +163,8 @@ struct AgentInfo {
   /// `heads`); throws InputError through AgentOptions::reject. Run when a config loads
   /// and before `factory`. Optional.
   Check check_options;
+  /// What its jobs produce and consume (AgentRegistry::declare_artifacts); none by default.
+  AgentArtifacts artifacts;
 };
 
 class AgentRegistry {
@@ -126,6 +177,15 @@ class AgentRegistry {
                                       const std::string& source = "") const;
   /// Creates an agent; throws InputError for an unknown name or option, or a bad value.
   [[nodiscard]] std::unique_ptr<Agent> create(
+      const std::string& name, const std::map<std::string, std::string>& options = {},
+      const std::string& source = "") const;
+  /// Declares what agent `name`'s jobs produce and consume. Throws std::logic_error (a
+  /// programming error) for an unknown agent, or an artifact option that is not one of its
+  /// string options.
+  void declare_artifacts(const std::string& name, AgentArtifacts artifacts);
+  /// Creates an agent that trains on a set of workloads (WorkloadScope::kTrainingSet);
+  /// throws as create(), and core::Error when the agent cannot.
+  [[nodiscard]] std::unique_ptr<TransferableAgent> create_transferable(
       const std::string& name, const std::map<std::string, std::string>& options = {},
       const std::string& source = "") const;
   /// Every agent in registration order.

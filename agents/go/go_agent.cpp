@@ -1106,6 +1106,17 @@ void register_go(AgentRegistry& registry) {
                   return make_go_agent(g);
                 }});
 
+  // Transfer learning as the runner plans it (experiments/plan.h): pretraining writes a
+  // policy trained on the training workloads, fine-tuning and zero-shot read it on the
+  // held-out ones.
+  const ArtifactSpec policy{"pretrained_policy", "checkpoint", ".ckpt"};
+  registry.declare_artifacts("go_pretrain",
+                             AgentArtifacts().produce(policy).on(WorkloadScope::kTrainingSet));
+  registry.declare_artifacts("go_finetune",
+                             AgentArtifacts().consume(policy).on(WorkloadScope::kHeldOut));
+  registry.declare_artifacts("go_zero_shot",
+                             AgentArtifacts().consume(policy).on(WorkloadScope::kHeldOut));
+
   struct Variant {
     const char* name;
     bool place, schedule, fuse;
