@@ -341,14 +341,7 @@ class ConfigParser {
     } else {
       r_.problem(root, "agents", "missing required key 'agents' (a list of agents)");
     }
-    if (!validation_workloads_.empty() &&
-        std::none_of(c.agents.begin(), c.agents.end(),
-                     [](const AgentConfig& a) { return a.type == "go_pretrain"; })) {
-      const auto& [node, field] = validation_workloads_.front();
-      r_.problem(node, field + ".pretrain_validation",
-                 "only go_pretrain uses validation graphs, and this config has no go_pretrain "
-                 "agent");
-    }
+    if (!validation_workloads_.empty() && !any_training_set_agent(c)) check_validation_users();
     if (auto n = root["output"]) {
       if (auto s = r_.string(n, "output")) c.output = *s;
     } else if (!c.name.empty()) {
@@ -357,6 +350,30 @@ class ConfigParser {
   }
 
  private:
+  // Whether an agent of `c` trains on the training set and so reads validation workloads
+  // (agents::WorkloadScope::kTrainingSet, declared in the registry).
+  bool any_training_set_agent(const ExperimentConfig& c) const {
+    return std::any_of(c.agents.begin(), c.agents.end(), [&](const AgentConfig& a) {
+      return agent_registry_.contains(a.type) && agent_registry_.info(a.type).artifacts.workloads ==
+                                                     agents::WorkloadScope::kTrainingSet;
+    });
+  }
+
+  // Validation workloads in a config whose agents do not read them: a problem at the first.
+  void check_validation_users() {
+    std::vector<std::string> readers;
+    for (const auto& info : agent_registry_.agents()) {
+      if (info.artifacts.workloads == agents::WorkloadScope::kTrainingSet) {
+        readers.push_back(info.name);
+      }
+    }
+    const auto& [node, field] = validation_workloads_.front();
+    const std::string names = core::join(readers);
+    r_.problem(
+        node, field + ".pretrain_validation",
+        "only " + names + " uses validation graphs, and this config has no " + names + " agent");
+  }
+
   void parse_hardware(const YAML::Node& root, ExperimentConfig& c) {
     auto n = root["hardware"];
     if (!n) {

@@ -1,5 +1,6 @@
 // `gopt run CONFIG [--out FILE] [--set path.to.key=value ...] [--resume] [--overwrite]
-//           [--jobs N] [--peer-timeout S]`: runs an experiment config (docs/config.md) and
+//           [--dry-run] [--jobs N] [--peer-timeout S]`: runs an experiment config (docs/config.md)
+//           and
 // writes its results to HDF5 (docs/results-format.md). Started by torchrun (RANK,
 // WORLD_SIZE, ... set), the ranks share the jobs and rank 0 writes (docs/scaling-out.md).
 #include <unistd.h>
@@ -71,6 +72,7 @@ struct RunArgs {
   std::vector<std::string> sets;
   bool resume = false;
   bool overwrite = false;
+  bool dry_run = false;
   int jobs = 1;
   double heartbeat_s = 30;
   double snapshot_s = 60;
@@ -102,6 +104,20 @@ int run_remote_rank(const RunArgs& args, const ExperimentConfig& config,
 int run_writer(const RunArgs& args, ExperimentConfig& config, const std::string& out,
                const std::string& cpu_numerics, StoreRunTeam* team, CliContext& ctx);
 
+// `--dry-run`: the plan of the jobs a run would run (with --resume: those not yet in the
+// results file), and nothing else; no file is opened for writing.
+int print_plan_only(const RunArgs& args, const ExperimentConfig& config, const std::string& out,
+                    CliContext& ctx) {
+  std::vector<ResultKey> done;
+  std::error_code ec;
+  if (args.resume && out != "-" && std::filesystem::exists(out, ec)) {
+    for (const auto& r : read_results_file(out).results) done.push_back(r.key);
+  }
+  print_run_plan(config, done, ctx.out);
+  ctx.out << "dry run: nothing was run and no file was written\n";
+  return kExitOk;
+}
+
 int run_experiment_command(const RunArgs& args, CliContext& ctx) {
   if (args.resume && args.overwrite) {
     ctx.err << "gopt: error: --resume and --overwrite exclude each other\n";
@@ -111,6 +127,8 @@ int run_experiment_command(const RunArgs& args, CliContext& ctx) {
   const std::string out = args.out.empty() ? config.output : args.out;
   // Checkpoints (go_pretrain) are written beside the results file actually used.
   if (out != "-") config.output = out;
+
+  if (args.dry_run) return print_plan_only(args, config, out, ctx);
 
   // `--out -`: no file, one line per result on stdout (a dry look at a config).
   const bool console_only = out == "-";
@@ -189,6 +207,42 @@ int run_remote_rank(const RunArgs& args, const ExperimentConfig& config,
   return summary.interrupted ? kExitInterrupted : kExitOk;
 }
 
+// What a finished run says on stdout and stderr, and its exit status.
+int report_run(const RunArgs& args, const ExperimentConfig& config, const std::string& out,
+               const RunSummary& summary, CliContext& ctx) {
+  const bool console_only = out == "-";
+  ctx.out << config.name << ": " << summary.completed
+          << (console_only ? " results (not saved: --out -)" : " new results written to " + out);
+  if (summary.already_done > 0) ctx.out << " (" << summary.already_done << " were there)";
+  ctx.out << "\n";
+  std::string again = "gopt run " + shell_quote(args.config) + " --out " + shell_quote(out);
+  for (const auto& s : args.sets) again += " --set " + shell_quote(s);
+  again += " --resume";
+  if (!summary.team_failure.empty()) {
+    ctx.err << "gopt: error: " << summary.team_failure << "\n";
+    if (!console_only) {
+      ctx.err << "finished results are in " << out
+              << "; continue with the same launch and: " << again << "\n";
+    }
+    return kExitPeerFailure;
+  }
+  if (!summary.failures.empty()) {
+    ctx.err << "gopt: error: " << summary.failures.size() << " jobs failed:\n";
+    for (const auto& f : summary.failures) ctx.err << "  " << f << "\n";
+    if (!console_only) ctx.err << "retry them with: " << again << "\n";
+    return kExitInputError;
+  }
+  if (summary.interrupted) {
+    ctx.err << "gopt: interrupted";
+    if (!console_only)
+      ctx.err << "; finished results are in " << out << "; continue with: " << again;
+    ctx.err << "\n";
+    return kExitInterrupted;
+  }
+  if (!console_only) ctx.out << "tables: gopt table " << shell_quote(out) << "\n";
+  return kExitOk;
+}
+
 // Rank 0, or a run alone: opens the results file and writes every result.
 int run_writer(const RunArgs& args, ExperimentConfig& config, const std::string& out,
                const std::string& cpu_numerics, StoreRunTeam* team, CliContext& ctx) {
@@ -261,36 +315,7 @@ int run_writer(const RunArgs& args, ExperimentConfig& config, const std::string&
   if (file) file->close();
   if (!snapshots.empty()) std::filesystem::remove(snapshots, ec);  // only when empty
 
-  ctx.out << config.name << ": " << summary.completed
-          << (console_only ? " results (not saved: --out -)" : " new results written to " + out);
-  if (summary.already_done > 0) ctx.out << " (" << summary.already_done << " were there)";
-  ctx.out << "\n";
-  std::string again = "gopt run " + shell_quote(args.config) + " --out " + shell_quote(out);
-  for (const auto& s : args.sets) again += " --set " + shell_quote(s);
-  again += " --resume";
-  if (!summary.team_failure.empty()) {
-    ctx.err << "gopt: error: " << summary.team_failure << "\n";
-    if (!console_only) {
-      ctx.err << "finished results are in " << out
-              << "; continue with the same launch and: " << again << "\n";
-    }
-    return kExitPeerFailure;
-  }
-  if (!summary.failures.empty()) {
-    ctx.err << "gopt: error: " << summary.failures.size() << " jobs failed:\n";
-    for (const auto& f : summary.failures) ctx.err << "  " << f << "\n";
-    if (!console_only) ctx.err << "retry them with: " << again << "\n";
-    return kExitInputError;
-  }
-  if (summary.interrupted) {
-    ctx.err << "gopt: interrupted";
-    if (!console_only)
-      ctx.err << "; finished results are in " << out << "; continue with: " << again;
-    ctx.err << "\n";
-    return kExitInterrupted;
-  }
-  if (!console_only) ctx.out << "tables: gopt table " << shell_quote(out) << "\n";
-  return kExitOk;
+  return report_run(args, config, out, summary, ctx);
 }
 
 }  // namespace
@@ -314,6 +339,9 @@ void add_run_command(CLI::App& app, CliContext& context) {
                 "Continue an existing results file: skip the results it already holds and "
                 "continue unfinished jobs from their training snapshots");
   cmd->add_flag("--overwrite", args->overwrite, "Replace an existing results file");
+  cmd->add_flag("--dry-run", args->dry_run,
+                "Print the plan (jobs in the order they are taken, the artifacts they write and "
+                "read, budgets, estimated times) after checking it, and run nothing");
   cmd->add_option("--jobs,-j", args->jobs, "Jobs to run in parallel threads")
       ->check(positive_number())
       ->capture_default_str();

@@ -30,6 +30,7 @@
 #include "datasets/workload_registry.h"
 #include "experiments/job_time_model.h"
 #include "experiments/machine_info.h"
+#include "experiments/plan.h"
 #include "experiments/run_team.h"
 #include "experiments/work_queue.h"
 #include "hardware/cost_model.h"
@@ -51,24 +52,6 @@ std::string clock_text(double seconds) {
   }
   return buf;
 }
-
-// Generalization agents: a producer (go_pretrain) trains one policy on every training
-// graph and writes a checkpoint; consumers (go_finetune, go_zero_shot) load it and run on
-// each held-out graph.
-enum class TransferRole { kNone, kProducer, kConsumer };
-
-TransferRole transfer_role(const std::string& type) {
-  if (type == "go_pretrain") return TransferRole::kProducer;
-  if (type == "go_finetune" || type == "go_zero_shot") return TransferRole::kConsumer;
-  return TransferRole::kNone;
-}
-
-struct Job {
-  ResultKey key;
-  std::int64_t order = 0;
-  const WorkloadConfig* workload = nullptr;
-  const AgentConfig* agent = nullptr;
-};
 
 // Thrown from the training observer when the stop flag is set: unwinds out of an
 // agent's train() loop between two policy updates.
@@ -381,7 +364,8 @@ class CurveRecorder final : public agents::TrainingObserver {
 // Read-only data every job of a run shares.
 struct Shared {
   const ExperimentConfig& config;
-  agents::AgentRegistry registry;
+  const Plan& plan;
+  const agents::AgentRegistry& registry;
   hardware::Cluster cluster;
   std::unique_ptr<hardware::CostModel> cost;
   std::map<std::string, core::CompiledGraph> graphs;  // by workload label
@@ -398,28 +382,26 @@ std::map<std::string, std::string> resolved_options(
   return all;
 }
 
-// The result row of `job` for the decision `agent` (created with options `used`) proposes
-// after training in `env`.
-RunResult result_of(const Shared& shared, const Job& job, agents::Agent& agent,
-                    const std::map<std::string, std::string>& used, agents::Environment& env,
-                    Clock::time_point start) {
+// The result row `row` of `job` for the decision `agent` proposes after training in `env`.
+RunResult result_of(const Shared& shared, const PlannedJob& job, const PlannedRow& row,
+                    agents::Agent& agent, agents::Environment& env, Clock::time_point start) {
   const core::CompiledGraph& graph = env.problem().graph;
   RunResult r;
-  r.key = job.key;
-  r.order = job.order;
+  r.key = row.key;
+  r.order = row.order;
   r.agent_type = job.agent->type;
-  r.held_out = job.workload->held_out;
-  r.graph = job.workload->graph;
+  r.held_out = row.workload->held_out;
+  r.graph = row.workload->graph;
   r.hardware = shared.cluster.name();
   r.problem_seed = env.problem().seed;
   r.num_nodes = graph.num_nodes();
   r.num_devices = shared.cluster.num_devices();
   r.options = job.agent->options;
-  r.resolved_options = resolved_options(shared, job.agent->type, used);
+  r.resolved_options = resolved_options(shared, job.agent->type, job.options);
   r.provenance = shared.provenance;
-  if (shared.registry.info(job.agent->type).learner) r.budget = job.agent->budget;
-  // A learned agent: one that trains, or one that applies a pretrained policy.
-  r.learner = agent.is_learner() || transfer_role(job.agent->type) != TransferRole::kNone;
+  if (job.learner) r.budget = job.agent->budget;
+  // A learned agent: one that trains, or one that applies a policy trained elsewhere.
+  r.learner = agent.is_learner() || job.transfers;
   r.decision = agent.propose(env.problem());
   auto evaluation = env.evaluate(r.decision);
   const auto& sim = env.last_result();
@@ -439,19 +421,32 @@ RunResult result_of(const Shared& shared, const Job& job, agents::Agent& agent,
   return r;
 }
 
+// What a training-set job's snapshot is of: its training graphs ("pretrain ...", the
+// identity snapshots written before the plan carry).
+std::string training_set_what(const Plan& plan) {
+  std::string training = "pretrain";
+  for (const auto* w : plan.training) training += " " + w->name;
+  if (plan.validation.empty()) return training;
+  std::string validation;
+  for (const auto* w : plan.validation) validation += " " + w->name;
+  return training + " validate" + validation;
+}
+
 // A job's training snapshots (RunnerOptions::snapshot_dir): the file, and the identity that
 // ties it to this job as configured (a changed option or budget starts the job over).
-agents::TrainSnapshots job_snapshots(const RunnerOptions& options, const ExperimentConfig& config,
-                                     const AgentConfig& agent, const std::string& what,
-                                     std::uint64_t seed) {
+agents::TrainSnapshots job_snapshots(const RunnerOptions& options, const Plan& plan,
+                                     const PlannedJob& job) {
   agents::TrainSnapshots s;
   if (options.snapshot_dir.empty()) return s;
+  const AgentConfig& agent = *job.agent;
+  const std::string what =
+      job.training_set ? training_set_what(plan) : job.rows.front().workload->name;
   std::ostringstream identity;
-  identity << what << " | " << agent.name << " (" << agent.type << ") | " << config.hardware
-           << " | seed " << seed << " | steps " << agent.budget.max_steps << " | samples "
+  identity << what << " | " << agent.name << " (" << agent.type << ") | " << plan.config->hardware
+           << " | seed " << job.seed << " | steps " << agent.budget.max_steps << " | samples "
            << agent.budget.max_samples << " | seconds " << agent.budget.max_seconds;
   for (const auto& [key, value] : agent.options) identity << " | " << key << "=" << value;
-  std::string file = what + "." + agent.name + ".seed" + std::to_string(seed);
+  std::string file = what + "." + agent.name + ".seed" + std::to_string(job.seed);
   for (char& c : file) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-') c = '_';
   }
@@ -462,20 +457,6 @@ agents::TrainSnapshots job_snapshots(const RunnerOptions& options, const Experim
 }
 
 // The job's snapshot, and the temporary file of a write that a kill interrupted.
-// What a pretraining job's snapshot is of: its training graphs.
-std::string pretrain_what(const ExperimentConfig& config) {
-  std::string training = "pretrain";
-  std::string validation;
-  for (const auto& w : config.workloads) {
-    if (w.pretrain_validation) {
-      validation += " " + w.name;
-    } else if (!w.held_out) {
-      training += " " + w.name;
-    }
-  }
-  return validation.empty() ? training : training + " validate" + validation;
-}
-
 void remove_snapshot(const agents::TrainSnapshots& s) {
   if (s.path.empty()) return;
   std::error_code ec;
@@ -483,23 +464,20 @@ void remove_snapshot(const agents::TrainSnapshots& s) {
   std::filesystem::remove(s.path + ".tmp", ec);
 }
 
-RunResult run_job(const Shared& shared, const Job& job, CurveRecorder& recorder,
-                  const agents::TrainSnapshots& snapshots) {
+// Runs a job on one workload (training it first if its agent learns); its one row.
+RunResult run_single(const Shared& shared, const PlannedJob& job, CurveRecorder& recorder,
+                     const agents::TrainSnapshots& snapshots) {
   const auto start = Clock::now();
-  const core::CompiledGraph& graph = shared.graphs.at(job.workload->name);
-  auto options = job.agent->options;
-  if (transfer_role(job.agent->type) == TransferRole::kConsumer && options["checkpoint"].empty()) {
-    options["checkpoint"] = default_checkpoint(shared.config, job.key.seed);
-  }
-  auto agent = shared.registry.create(job.agent->type, options, shared.config.source);
-  agents::Problem problem{graph, shared.cluster, *shared.cost,
-                          job_seed(job.key.seed, job.key.workload, job.key.agent)};
+  const PlannedRow& row = job.rows.front();
+  auto agent = shared.registry.create(job.agent->type, job.options, shared.config.source);
+  agents::Problem problem{shared.graphs.at(row.workload->name), shared.cluster, *shared.cost,
+                          job_seed(job.seed, row.key.workload, row.key.agent)};
   agents::Environment env(problem);
   if (agent->is_learner()) {
     agent->set_snapshots(snapshots);
     agent->train(env, job.agent->budget, &recorder);
   }
-  return result_of(shared, job, *agent, options, env, start);
+  return result_of(shared, job, row, *agent, env, start);
 }
 
 std::string result_line(const RunResult& r) {
@@ -508,55 +486,41 @@ std::string result_line(const RunResult& r) {
   return s + " (simulated), " + core::format_seconds(r.wall_s) + " wall";
 }
 
-// A pretraining unit: one go_pretrain agent and seed, one policy trained on every
-// training graph; it writes the checkpoint and then one result row per training graph
-// (`rows`, the pending jobs of that agent and seed).
-struct Unit {
-  const AgentConfig* agent = nullptr;
-  std::uint64_t seed = 0;
-  std::vector<const Job*> rows;
-};
-
-// Trains `unit` (continuing from its snapshot if there is one) and returns its rows.
-// `checkpoint_steps`: set to the updates behind the checkpoint's policy.
-std::vector<RunResult> run_unit(const Shared& shared, const Unit& unit,
-                                const std::vector<const WorkloadConfig*>& training,
-                                const std::vector<const WorkloadConfig*>& validation,
-                                const RunnerOptions& options, agents::TrainingObserver& recorder,
-                                const std::vector<agents::LearningCurvePoint>& curve,
-                                std::int64_t& checkpoint_steps) {
-  const ExperimentConfig& config = shared.config;
-  const AgentConfig& a = *unit.agent;
+// Trains a training-set job (continuing from its snapshot if there is one), which writes
+// its artifacts, and returns its rows. `checkpoint_steps`: set to the updates behind the
+// policy it wrote.
+std::vector<RunResult> run_training_set(const Shared& shared, const PlannedJob& job,
+                                        const agents::TrainSnapshots& snapshots,
+                                        agents::TrainingObserver& recorder,
+                                        const std::vector<agents::LearningCurvePoint>& curve,
+                                        std::int64_t& checkpoint_steps) {
+  const Plan& plan = shared.plan;
   const auto start = Clock::now();
-  auto agent_options = a.options;
-  agent_options["checkpoint"] = pretrain_checkpoint(config, a, unit.seed);
-  auto agent = shared.registry.create(a.type, agent_options, config.source);
-  auto* transferable = dynamic_cast<agents::TransferableAgent*>(agent.get());
-  if (!transferable) throw core::Error("agent '" + a.type + "' cannot pretrain");
+  auto agent =
+      shared.registry.create_transferable(job.agent->type, job.options, shared.config.source);
   // One environment per graph (owned), and the pointers the agent takes.
   std::vector<std::unique_ptr<agents::Environment>> owned;
   auto environments_of = [&](const std::vector<const WorkloadConfig*>& workloads) {
     std::vector<agents::Environment*> pointers;
     for (const auto* w : workloads) {
       agents::Problem problem{shared.graphs.at(w->name), shared.cluster, *shared.cost,
-                              job_seed(unit.seed, w->name, a.name)};
+                              job_seed(job.seed, w->name, job.agent->name)};
       owned.push_back(std::make_unique<agents::Environment>(problem));
       pointers.push_back(owned.back().get());
     }
     return pointers;
   };
-  const auto pointers = environments_of(training);
-  const auto validation_pointers = environments_of(validation);
-  const auto snapshots = job_snapshots(options, config, a, pretrain_what(config), unit.seed);
-  transferable->set_snapshots(snapshots);
-  transferable->set_validation(validation_pointers);
-  transferable->train_on_set(pointers, a.budget, &recorder);
-  checkpoint_steps = transferable->checkpoint_steps();
+  const auto pointers = environments_of(plan.training);
+  agent->set_snapshots(snapshots);
+  agent->set_validation(environments_of(plan.validation));
+  agent->train_on_set(pointers, job.agent->budget, &recorder);
+  checkpoint_steps = agent->checkpoint_steps();
   std::vector<RunResult> results;
-  for (const auto* j : unit.rows) {
+  for (const auto& row : job.rows) {
     const auto index = static_cast<std::size_t>(
-        std::find(training.begin(), training.end(), j->workload) - training.begin());
-    results.push_back(result_of(shared, *j, *agent, agent_options, *pointers[index], start));
+        std::find(plan.training.begin(), plan.training.end(), row.workload) -
+        plan.training.begin());
+    results.push_back(result_of(shared, job, row, *agent, *pointers[index], start));
     results.back().learning_curve = curve;
   }
   return results;
@@ -644,6 +608,413 @@ void run_shared(RunTeam& team, int workers, Work& work, std::atomic<bool>& halt,
   }
 }
 
+// Which of the plan's jobs this process runs, in the order it takes them (every job, in
+// plan order, when it runs alone), and what each waits for among them (WorkQueue).
+struct Assignment {
+  std::vector<std::size_t> mine;
+  std::vector<std::ptrdiff_t> waits;
+};
+
+Assignment assign_jobs(const Plan& plan, const std::vector<Progress::Item>& items, RunTeam* team) {
+  Assignment out;
+  std::vector<std::ptrdiff_t> waits_for;
+  for (const auto& job : plan.jobs) waits_for.push_back(job.waits_for);
+  if (team == nullptr) {
+    out.mine.resize(plan.jobs.size());
+    std::iota(out.mine.begin(), out.mine.end(), std::size_t{0});
+    out.waits = waits_for;
+    return out;
+  }
+  const JobTimeModel prior;  // nothing finished: the cost model's prior
+  std::vector<double> expected;
+  for (const auto& item : items) expected.push_back(prior.expected_s(item.cost));
+  const RankPlan ranks = plan_ranks(expected, waits_for, team->size());
+  std::vector<int> rank_of = ranks.rank_of;
+  team->share_plan(rank_of);  // rank 0's deal is everyone's
+  std::vector<std::ptrdiff_t> local_of(plan.jobs.size(), -1);
+  for (const auto& dealt : ranks.order) {
+    for (const auto i : dealt) {
+      if (rank_of[i] != team->rank()) continue;
+      local_of[i] = static_cast<std::ptrdiff_t>(out.mine.size());
+      out.mine.push_back(i);
+    }
+  }
+  for (const auto i : out.mine) {
+    const auto w = waits_for[i];
+    GOPT_ASSERT(w < 0 || local_of[static_cast<std::size_t>(w)] >= 0,
+                "a job runs on the rank of the job whose artifact it reads");
+    out.waits.push_back(w < 0 ? -1 : local_of[static_cast<std::size_t>(w)]);
+  }
+  return out;
+}
+
+// Runs a plan's jobs on a pool of workers (and, shared by ranks, with the other ranks),
+// writing each finished job's rows to the sink (rank 0 and a run alone) or sending them to
+// rank 0. Knows the plan's jobs and artifacts, never an agent by name.
+class Executor {
+ public:
+  Executor(const Shared& shared, ResultSink& sink, const RunnerOptions& options,
+           RunSummary& summary, std::vector<Progress::Item> items, Assignment assignment)
+      : shared_(shared),
+        plan_(shared.plan),
+        sink_(sink),
+        options_(options),
+        summary_(summary),
+        team_(options.team),
+        remote_(team_ != nullptr && team_->rank() != 0),
+        assignment_(std::move(assignment)),
+        workers_(worker_count()),
+        progress_(remote_ ? nullptr : options.progress, options.live_bar, options.heartbeat_s,
+                  std::move(items), workers_),
+        stop_(team_ == nullptr ? options.stop : &halt_),
+        queue_(assignment_.waits, stop_),
+        job_failed_(plan_.jobs.size(), 0),
+        live_shared_{sink_, sink_mutex_, progress_, remote_ ? 0 : options.curve_flush_s} {}
+
+  // Runs this process's jobs; throws core::Error when the sink fails.
+  void run() {
+    std::int64_t rows_to_write = 0;
+    for (std::size_t i = 0; i < plan_.jobs.size(); ++i) {
+      const bool counted = !remote_ || std::find(assignment_.mine.begin(), assignment_.mine.end(),
+                                                 i) != assignment_.mine.end();
+      if (counted) rows_to_write += static_cast<std::int64_t>(plan_.jobs[i].rows.size());
+    }
+    if (team_ == nullptr) {
+      run_alone();
+    } else {
+      run_shared(
+          *team_, workers_, *this, halt_, options_.stop,
+          [this](const TeamEvent& e, int slot) { return handle(e, slot); },
+          [this] {
+            std::lock_guard<std::mutex> lock(sink_mutex_);
+            return sink_error_.has_value();
+          },
+          progress_, summary_);
+    }
+    progress_.stop();
+    if (sink_error_ && summary_.team_failure.empty()) {
+      throw core::Error("writing results: " + *sink_error_);
+    }
+    summary_.interrupted =
+        summary_.interrupted ||
+        (stop_ && stop_->load() && summary_.team_failure.empty() &&
+         summary_.completed + static_cast<std::int64_t>(summary_.failures.size()) < rows_to_write);
+  }
+
+  // A worker: takes jobs from the queue until none is left (run_shared's `work`).
+  void operator()(int worker) {
+    // One LibTorch thread per job, however many jobs run: results depend on the thread
+    // count, and a team of every core per job oversubscribed the machine
+    // (agents/compute_threads.h).
+    agents::limit_compute_threads(1);
+    while (true) {
+      {
+        std::lock_guard<std::mutex> lock(sink_mutex_);
+        if (sink_error_) return;
+      }
+      const auto next = queue_.next();
+      if (!next) return;
+      if (!run_job(worker, *next)) return;
+    }
+  }
+
+ private:
+  int worker_count() const {
+    const int mine = static_cast<int>(assignment_.mine.size());
+    return team_ == nullptr ? std::max(1, std::min(options_.jobs, mine))
+                            : std::min(options_.jobs, mine);
+  }
+
+  void run_alone() {
+    if (workers_ == 1) {
+      (*this)(0);
+      return;
+    }
+    std::vector<std::thread> threads;
+    for (int w = 0; w < workers_; ++w) threads.emplace_back([this, w] { (*this)(w); });
+    for (auto& t : threads) t.join();
+  }
+
+  // Runs the job at queue position `k`; false when the worker must stop (interrupted, or
+  // its rows could not be written).
+  bool run_job(int worker, std::size_t k) {
+    const std::size_t i = assignment_.mine[k];
+    const PlannedJob& job = plan_.jobs[i];
+    std::vector<agents::LearningCurvePoint> curve;
+    std::optional<LiveCurve> live;
+    if (job.training_set || job.learner) live.emplace(live_shared_, running_job(job));
+    CurveRecorder recorder(curve, progress_, worker, stop_, remote_ ? team_ : nullptr,
+                           live ? &*live : nullptr);
+    item_started(worker, i);
+    if (const auto waited = job.waits_for; waited >= 0 && failed(waited)) {
+      const PlannedJob& producer = plan_.jobs[static_cast<std::size_t>(waited)];
+      fail(worker, job, "not run: its pretraining, " + producer.label() + ", failed");
+      queue_.ended(k);
+      return true;
+    }
+    const auto snapshots = job_snapshots(options_, plan_, job);
+    std::vector<RunResult> results;
+    std::int64_t checkpoint_steps = 0;
+    try {
+      if (job.training_set) {
+        results = run_training_set(shared_, job, snapshots, recorder, curve, checkpoint_steps);
+      } else {
+        results.push_back(run_single(shared_, job, recorder, snapshots));
+        results.back().learning_curve = curve;
+      }
+    } catch (const Interrupted&) {
+      if (live) live->end(curve, "stopped", "");
+      if (job.training_set) queue_.ended(k);
+      return false;
+    } catch (const std::exception& e) {
+      mark_failed(i);
+      if (live) live->end(curve, "failed", e.what());
+      fail(worker, job, e.what());
+      queue_.ended(k);
+      return true;
+    }
+    // Its artifacts are written: the jobs reading them may start while the rows are written.
+    queue_.ended(k);
+    if (job.training_set && !plan_.validation.empty()) {
+      message("gopt: " + job.label() + ": the checkpoint holds the policy after update " +
+              std::to_string(checkpoint_steps) + " of " +
+              std::to_string(curve.empty() ? 0 : curve.back().step) +
+              ", the best on the validation graphs");
+    }
+    if (!write(worker, std::move(results))) return false;
+    remove_snapshot(snapshots);
+    return true;
+  }
+
+  // What /running shows of a learner's job while it trains.
+  static RunningJob running_job(const PlannedJob& job) {
+    RunningJob running;
+    for (const auto& row : job.rows) running.rows.push_back(row.key);
+    running.agent_type = job.agent->type;
+    running.max_steps = job.agent->budget.max_steps;
+    return running;
+  }
+
+  bool failed(std::ptrdiff_t job) {
+    std::lock_guard<std::mutex> lock(sink_mutex_);
+    return job_failed_[static_cast<std::size_t>(job)] != 0;
+  }
+  void mark_failed(std::size_t job) {
+    std::lock_guard<std::mutex> lock(sink_mutex_);
+    job_failed_[job] = 1;
+  }
+
+  // Job `i` started on progress slot `slot`: the display, and rank 0 when remote.
+  void item_started(int slot, std::size_t i) {
+    const PlannedJob& job = plan_.jobs[i];
+    if (!job.training_set) {
+      progress_.started(slot, i, job.label(), job.agent->budget.max_steps);
+    } else {
+      progress_.started(slot, i, "pretraining " + job.label(), job.agent->budget.max_steps);
+      if (!remote_) progress_.message(training_set_line(job));
+    }
+    if (remote_) {
+      TeamEvent e;
+      e.kind = TeamEvent::Kind::kStarted;
+      e.worker = slot;
+      e.item = static_cast<std::int64_t>(i);
+      send(e);
+    }
+  }
+
+  // "gopt: pretraining go_pretrain (seed 1) on 2 graphs ..., up to 10 updates -> FILE".
+  std::string training_set_line(const PlannedJob& job) const {
+    const auto n = plan_.training.size();
+    std::string line = "gopt: pretraining " + job.label() + " on " + std::to_string(n) +
+                       (n == 1 ? " graph" : " graphs");
+    if (!plan_.validation.empty()) {
+      line += " (checkpoint chosen on " + std::to_string(plan_.validation.size()) + " validation)";
+    }
+    line += ", up to " + std::to_string(job.agent->budget.max_steps) + " updates";
+    for (const auto a : job.produces) line += " -> " + plan_.artifacts[a].path;
+    return line;
+  }
+
+  // Hands an event to rank 0 (a rank other than 0); false when that failed (the run stops).
+  bool send(const TeamEvent& event) {
+    try {
+      team_->send(event);
+      return true;
+    } catch (const std::exception& e) {
+      std::lock_guard<std::mutex> lock(sink_mutex_);
+      if (!sink_error_) sink_error_ = std::string("sending to rank 0: ") + e.what();
+      return false;
+    }
+  }
+
+  // Writes a job's rows (rank 0 and a run alone) or sends them to rank 0; false when that
+  // failed (the run stops). `where`: appended to each progress line (the rank that ran it).
+  bool write(int worker, std::vector<RunResult> results, const std::string& where = "") {
+    if (remote_) {
+      TeamEvent e;
+      e.kind = TeamEvent::Kind::kFinished;
+      e.worker = worker;
+      const auto n = static_cast<std::int64_t>(results.size());
+      e.results = std::move(results);
+      if (!send(e)) return false;
+      std::lock_guard<std::mutex> lock(sink_mutex_);
+      summary_.completed += n;
+      return true;
+    }
+    std::vector<std::string> lines;
+    {
+      std::lock_guard<std::mutex> lock(sink_mutex_);
+      try {
+        for (const auto& r : results) {
+          sink_.write(r);
+          ++summary_.completed;
+          lines.push_back(result_line(r) + where);
+        }
+      } catch (const std::exception& e) {
+        sink_error_ = e.what();
+        return false;
+      }
+    }
+    progress_.finished(worker, lines);
+    return true;
+  }
+
+  // Records failed rows, given as (row, message).
+  void fail_rows(int worker, const std::vector<std::pair<std::string, std::string>>& failed,
+                 const std::string& where = "") {
+    std::vector<std::string> lines;
+    {
+      std::lock_guard<std::mutex> lock(sink_mutex_);
+      for (const auto& [row, message] : failed) {
+        summary_.failures.push_back(row + ": " + message);
+        lines.push_back(row + ": FAILED: " + message + where);
+      }
+    }
+    if (remote_) {
+      TeamEvent e;
+      e.kind = TeamEvent::Kind::kFinished;
+      e.worker = worker;
+      e.failures = failed;
+      send(e);
+    }
+    progress_.finished(worker, lines);
+  }
+
+  void fail(int worker, const PlannedJob& job, const std::string& message) {
+    std::vector<std::pair<std::string, std::string>> named;
+    for (const auto& row : job.rows) named.emplace_back(row.key.text(), message);
+    fail_rows(worker, named);
+  }
+
+  void message(const std::string& line) {
+    if (remote_) {
+      TeamEvent e;
+      e.kind = TeamEvent::Kind::kMessage;
+      e.text = line;
+      send(e);
+    } else {
+      progress_.message(line);
+    }
+  }
+
+  // Rank 0: an event of another rank, whose worker has progress slot `slot`; false when
+  // the run must stop (its rows could not be written).
+  bool handle(const TeamEvent& e, int slot) {
+    const std::string where = "  [rank " + std::to_string(e.rank) + "]";
+    switch (e.kind) {
+      case TeamEvent::Kind::kStarted:
+        GOPT_ASSERT(e.item >= 0 && static_cast<std::size_t>(e.item) < plan_.jobs.size(),
+                    "a started job of this run");
+        item_started(slot, static_cast<std::size_t>(e.item));
+        break;
+      case TeamEvent::Kind::kStep:
+        progress_.training_step(slot, e.step);
+        break;
+      case TeamEvent::Kind::kFinished:
+        if (!e.failures.empty()) fail_rows(slot, e.failures, where);
+        if (!e.results.empty() && !write(slot, e.results, where)) return false;
+        break;
+      case TeamEvent::Kind::kMessage:
+        progress_.message(e.text);
+        break;
+      case TeamEvent::Kind::kDone:
+        if (e.interrupted) summary_.interrupted = true;
+        break;
+    }
+    return true;
+  }
+
+  const Shared& shared_;
+  const Plan& plan_;
+  ResultSink& sink_;
+  const RunnerOptions& options_;
+  RunSummary& summary_;
+  RunTeam* team_;
+  bool remote_;  // a rank other than 0: rank 0 writes every result
+  Assignment assignment_;
+  int workers_;
+  Progress progress_;
+  // Alone, the run stops on the caller's flag; shared, on `halt_`, which run_shared sets on
+  // the caller's flag or when another rank fails.
+  std::atomic<bool> halt_{false};
+  const std::atomic<bool>* stop_;
+  WorkQueue queue_;
+  std::mutex sink_mutex_;  // sinks see one call at a time; also guards summary_, job_failed_
+  std::optional<std::string> sink_error_;
+  std::vector<char> job_failed_;
+  LiveCurve::Shared live_shared_;  // a rank other than 0 has no file: no running curves
+};
+
+// "gopt: resuming ..." and "gopt: N unfinished job(s) continue ..." for a resumed run.
+void say_what_resumes(const Plan& plan, const RunnerOptions& options) {
+  if (!options.progress) return;
+  if (plan.done_rows > 0) {
+    *options.progress << "gopt: resuming: " << plan.done_rows << " of " << plan.total_rows
+                      << " results are already in the file\n"
+                      << std::flush;
+  }
+  if (options.snapshot_dir.empty()) return;
+  std::set<std::string> snapshots;
+  for (const auto& job : plan.jobs) snapshots.insert(job_snapshots(options, plan, job).path);
+  std::error_code ec;
+  const auto found = std::count_if(snapshots.begin(), snapshots.end(), [&](const std::string& f) {
+    return std::filesystem::exists(f, ec);
+  });
+  if (found > 0) {
+    *options.progress << "gopt: " << found << " unfinished job(s) continue from their training "
+                      << "snapshots in " << options.snapshot_dir << "\n"
+                      << std::flush;
+  }
+}
+
+// Compiles the graphs the plan's jobs run on (a training-set job: the training and
+// validation graphs).
+void load_graphs(const Plan& plan, std::map<std::string, core::CompiledGraph>& graphs) {
+  const bool sets = std::any_of(plan.jobs.begin(), plan.jobs.end(),
+                                [](const PlannedJob& j) { return j.training_set; });
+  datasets::WorkloadRegistry workloads;
+  datasets::register_builtin_workloads(workloads);
+  for (const auto& w : plan.config->workloads) {
+    const bool needed = (sets && !w.held_out) ||
+                        std::any_of(plan.jobs.begin(), plan.jobs.end(), [&](const auto& j) {
+                          return !j.training_set && j.rows.front().workload == &w;
+                        });
+    if (!needed) continue;
+    datasets::LoadOptions load;
+    load.overrides = w.overrides;
+    load.onnx_batch = w.onnx_batch;
+    load.onnx_training = w.onnx_training;
+    graphs.emplace(w.name,
+                   core::CompiledGraph::compile(datasets::load_graph(w.graph, workloads, load)));
+  }
+}
+
+std::map<std::string, double> ops_of(const std::map<std::string, core::CompiledGraph>& graphs) {
+  std::map<std::string, double> ops;
+  for (const auto& [name, graph] : graphs) ops[name] = static_cast<double>(graph.num_nodes());
+  return ops;
+}
+
 }  // namespace
 
 std::string snapshot_dir_for(const std::string& results_file) {
@@ -656,28 +1027,6 @@ std::string snapshot_dir_for(const std::string& results_file) {
   return stem + ".snapshots";
 }
 
-std::string pretrain_checkpoint(const ExperimentConfig& config, const AgentConfig& agent,
-                                std::uint64_t seed) {
-  auto given = agent.options.find("checkpoint");
-  if (given != agent.options.end() && !given->second.empty()) return given->second;
-  std::string stem = config.output;
-  const std::string suffix = ".h5";
-  if (stem.size() > suffix.size() &&
-      stem.compare(stem.size() - suffix.size(), suffix.size(), suffix) == 0) {
-    stem.resize(stem.size() - suffix.size());
-  }
-  return stem + "." + agent.name + ".seed" + std::to_string(seed) + ".ckpt";
-}
-
-std::string default_checkpoint(const ExperimentConfig& config, std::uint64_t seed) {
-  for (const auto& a : config.agents) {
-    if (transfer_role(a.type) == TransferRole::kProducer) {
-      return pretrain_checkpoint(config, a, seed);
-    }
-  }
-  return "";
-}
-
 std::uint64_t job_seed(std::uint64_t seed, const std::string& workload, const std::string& agent) {
   return core::mix_seed(core::mix_seed(seed, core::fnv1a(workload)), core::fnv1a(agent));
 }
@@ -685,456 +1034,47 @@ std::uint64_t job_seed(std::uint64_t seed, const std::string& workload, const st
 RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
                           const RunnerOptions& options) {
   const auto start = Clock::now();
+  agents::AgentRegistry registry;
+  agents::register_builtin_agents(registry);
+  const Plan plan = without_done(build_plan(config, registry), options.done);
   RunSummary summary;
-  std::set<ResultKey> done(options.done.begin(), options.done.end());
-  auto say = [&](const std::string& line) {
-    if (options.progress) *options.progress << line << "\n" << std::flush;
-  };
+  summary.total = plan.total_rows;
+  summary.already_done = plan.done_rows;
+  say_what_resumes(plan, options);
 
-  // The job list in config order: workload-major, then agent, then seed.
-  std::vector<Job> jobs;
-  std::int64_t order = 0;
-  // Pretraining runs one job per (go_pretrain agent, seed) over every training graph and
-  // produces the rows of those graphs; consumers run on the held-out graphs only.
-  std::vector<Job> pretrain_jobs;
-  const bool any_held_out = std::any_of(config.workloads.begin(), config.workloads.end(),
-                                        [](const WorkloadConfig& w) { return w.held_out; });
-  for (const auto& w : config.workloads) {
-    if (w.pretrain_validation) continue;  // only go_pretrain reads it, to pick its checkpoint
-    for (const auto& a : config.agents) {
-      const auto role = transfer_role(a.type);
-      if (role == TransferRole::kProducer && w.held_out) continue;
-      if (role == TransferRole::kConsumer && any_held_out && !w.held_out) continue;
-      for (auto seed : config.seeds) {
-        ++summary.total;
-        Job job{{w.name, a.name, seed}, order++, &w, &a};
-        if (done.count(job.key)) {
-          ++summary.already_done;
-          continue;
-        }
-        (role == TransferRole::kProducer ? pretrain_jobs : jobs).push_back(job);
-      }
-    }
-  }
-  if (summary.already_done > 0) {
-    say("gopt: resuming: " + std::to_string(summary.already_done) + " of " +
-        std::to_string(summary.total) + " results are already in the file");
-  }
-  if (!options.snapshot_dir.empty()) {
-    std::set<std::string> snapshots;
-    for (const auto& j : jobs) {
-      snapshots.insert(job_snapshots(options, config, *j.agent, j.workload->name, j.key.seed).path);
-    }
-    for (const auto& j : pretrain_jobs) {
-      snapshots.insert(
-          job_snapshots(options, config, *j.agent, pretrain_what(config), j.key.seed).path);
-    }
-    std::error_code ec;
-    const auto found = std::count_if(snapshots.begin(), snapshots.end(), [&](const std::string& f) {
-      return std::filesystem::exists(f, ec);
-    });
-    if (found > 0) {
-      say("gopt: " + std::to_string(found) + " unfinished job(s) continue from their training " +
-          "snapshots in " + options.snapshot_dir);
-    }
-  }
-
-  Shared shared{config,  {}, hardware::load_profile(config.hardware),
-                nullptr, {}, options.metadata.provenance};
-  agents::register_builtin_agents(shared.registry);
+  Shared shared{config,
+                plan,
+                registry,
+                hardware::load_profile(config.hardware),
+                nullptr,
+                {},
+                options.metadata.provenance};
   shared.cost = hardware::make_cost_model(shared.cluster);  // calibrated for measured profiles
-  datasets::WorkloadRegistry workloads;
-  datasets::register_builtin_workloads(workloads);
-  for (const auto& w : config.workloads) {
-    bool needed =
-        std::any_of(jobs.begin(), jobs.end(), [&](const Job& j) { return j.workload == &w; }) ||
-        (!pretrain_jobs.empty() && !w.held_out);  // training and validation graphs
-    if (!needed) continue;
-    datasets::LoadOptions load;
-    load.overrides = w.overrides;
-    load.onnx_batch = w.onnx_batch;
-    load.onnx_training = w.onnx_training;
-    shared.graphs.emplace(
-        w.name, core::CompiledGraph::compile(datasets::load_graph(w.graph, workloads, load)));
-  }
-
-  // The pretraining units, per (go_pretrain agent, seed) with rows still to write.
-  std::vector<Unit> units;
-  for (const auto& a : config.agents) {
-    for (auto seed : config.seeds) {
-      Unit unit{&a, seed, {}};
-      for (const auto& j : pretrain_jobs) {
-        if (j.agent == &a && j.key.seed == seed) unit.rows.push_back(&j);
-      }
-      if (!unit.rows.empty()) units.push_back(std::move(unit));
-    }
-  }
-  std::vector<const WorkloadConfig*> training;
-  std::vector<const WorkloadConfig*> validation;
-  for (const auto& w : config.workloads) {
-    if (w.pretrain_validation) {
-      validation.push_back(&w);
-    } else if (!w.held_out) {
-      training.push_back(&w);
-    }
-  }
-  // Items: units[0, U), then jobs. A consumer waits for the unit that writes the checkpoint
-  // it reads (its own `checkpoint` option, else the first go_pretrain agent's for its
-  // seed) when this run trains it.
-  std::vector<std::ptrdiff_t> waits_for(units.size(), -1);
+  load_graphs(plan, shared.graphs);
   std::vector<Progress::Item> items;
-  double training_nodes = 0;
-  if (!units.empty()) {  // else the training graphs were not loaded
-    for (const auto* w : training) {
-      training_nodes += static_cast<double>(shared.graphs.at(w->name).num_nodes());
-    }
-  }
-  for (const auto& u : units) {
-    items.push_back({JobCost{u.agent->name, training_nodes, true, u.agent->budget.max_steps},
-                     static_cast<std::int64_t>(u.rows.size())});
-  }
-  for (const auto& j : jobs) {
-    std::ptrdiff_t b = -1;
-    if (transfer_role(j.agent->type) == TransferRole::kConsumer) {
-      const auto given = j.agent->options.find("checkpoint");
-      const std::string reads = given != j.agent->options.end() && !given->second.empty()
-                                    ? given->second
-                                    : default_checkpoint(config, j.key.seed);
-      for (std::size_t u = 0; u < units.size() && b < 0; ++u) {
-        if (pretrain_checkpoint(config, *units[u].agent, units[u].seed) == reads) {
-          b = static_cast<std::ptrdiff_t>(u);
-        }
-      }
-    }
-    waits_for.push_back(b);
-    const bool learns = shared.registry.info(j.agent->type).learner;
-    items.push_back(
-        {JobCost{j.key.agent, static_cast<double>(shared.graphs.at(j.workload->name).num_nodes()),
-                 learns, learns ? j.agent->budget.max_steps : 0},
-         1});
+  const auto ops = ops_of(shared.graphs);
+  for (const auto& job : plan.jobs) {
+    items.push_back({job_cost(plan, job, ops), static_cast<std::int64_t>(job.rows.size())});
   }
   // A run shared by ranks: rank 0 writes every result; the others send theirs to it.
-  RunTeam* team = options.team;
-  const bool remote = team != nullptr && team->rank() != 0;
+  const bool remote = options.team != nullptr && options.team->rank() != 0;
   if (!remote) sink.begin(options.metadata);
-  if (items.empty()) {
-    summary.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
-    return summary;
+  if (!plan.jobs.empty()) {
+    Assignment assignment = assign_jobs(plan, items, options.team);
+    Executor(shared, sink, options, summary, std::move(items), std::move(assignment)).run();
   }
-  // The items this process runs, in the order it takes them (all of them, in config order,
-  // when it runs alone), and what each waits for among them.
-  std::vector<std::size_t> mine;
-  std::vector<std::ptrdiff_t> local_waits;
-  if (team == nullptr) {
-    mine.resize(items.size());
-    std::iota(mine.begin(), mine.end(), std::size_t{0});
-    local_waits = waits_for;
-  } else {
-    const JobTimeModel prior;  // nothing finished: the cost model's prior
-    std::vector<double> expected;
-    for (const auto& item : items) expected.push_back(prior.expected_s(item.cost));
-    const RankPlan plan = plan_ranks(expected, waits_for, team->size());
-    std::vector<int> rank_of = plan.rank_of;
-    team->share_plan(rank_of);  // rank 0's plan is everyone's
-    std::vector<std::ptrdiff_t> local_of(items.size(), -1);
-    for (const auto& dealt : plan.order) {
-      for (const auto i : dealt) {
-        if (rank_of[i] != team->rank()) continue;
-        local_of[i] = static_cast<std::ptrdiff_t>(mine.size());
-        mine.push_back(i);
-      }
-    }
-    for (const auto i : mine) {
-      const auto w = waits_for[i];
-      GOPT_ASSERT(w < 0 || local_of[static_cast<std::size_t>(w)] >= 0,
-                  "a job runs on the rank of the pretraining it waits for");
-      local_waits.push_back(w < 0 ? -1 : local_of[static_cast<std::size_t>(w)]);
-    }
-  }
-  const int workers = team == nullptr
-                          ? std::max(1, std::min(options.jobs, static_cast<int>(mine.size())))
-                          : std::min(options.jobs, static_cast<int>(mine.size()));
-  Progress progress(remote ? nullptr : options.progress, options.live_bar, options.heartbeat_s,
-                    items, workers);
-  // Alone, the run stops on the caller's flag; shared, on `halt`, which the loop below
-  // sets on the caller's flag or when another rank fails.
-  std::atomic<bool> halt{false};
-  const std::atomic<bool>* stop = team == nullptr ? options.stop : &halt;
-  WorkQueue queue(local_waits, stop);
-  std::vector<char> unit_failed(units.size(), 0);
-  std::mutex sink_mutex;  // sinks see one call at a time; also guards `summary`, unit_failed
-  std::optional<std::string> sink_error;
-  std::int64_t rows_to_write = 0;
-  if (remote) {
-    for (const auto i : mine) rows_to_write += items[i].rows;
-  } else {
-    for (const auto& item : items) rows_to_write += item.rows;
-  }
-  // A rank other than 0 has no file: its learners' running curves are not written.
-  LiveCurve::Shared live_shared{sink, sink_mutex, progress, remote ? 0 : options.curve_flush_s};
-
-  // Hands an event to rank 0 (a rank other than 0); false when that failed (the run stops).
-  auto send = [&](const TeamEvent& event) {
-    try {
-      team->send(event);
-      return true;
-    } catch (const std::exception& e) {
-      std::lock_guard<std::mutex> lock(sink_mutex);
-      if (!sink_error) sink_error = std::string("sending to rank 0: ") + e.what();
-      return false;
-    }
-  };
-  // Writes an item's rows (rank 0 and a run alone) or sends them to rank 0; false when
-  // that failed (the run stops).
-  // `where`: appended to each progress line (the rank that ran the job).
-  auto write = [&](int worker, std::vector<RunResult> results, const std::string& where = "") {
-    if (remote) {
-      TeamEvent e;
-      e.kind = TeamEvent::Kind::kFinished;
-      e.worker = worker;
-      const auto n = static_cast<std::int64_t>(results.size());
-      e.results = std::move(results);
-      if (!send(e)) return false;
-      std::lock_guard<std::mutex> lock(sink_mutex);
-      summary.completed += n;
-      return true;
-    }
-    std::vector<std::string> lines;
-    {
-      std::lock_guard<std::mutex> lock(sink_mutex);
-      try {
-        for (const auto& r : results) {
-          sink.write(r);
-          ++summary.completed;
-          lines.push_back(result_line(r) + where);
-        }
-      } catch (const std::exception& e) {
-        sink_error = e.what();
-        return false;
-      }
-    }
-    progress.finished(worker, lines);
-    return true;
-  };
-  // Records failed jobs, given as (job, message).
-  auto fail_jobs = [&](int worker, const std::vector<std::pair<std::string, std::string>>& failed,
-                       const std::string& where = "") {
-    std::vector<std::string> lines;
-    {
-      std::lock_guard<std::mutex> lock(sink_mutex);
-      for (const auto& [job, message] : failed) {
-        summary.failures.push_back(job + ": " + message);
-        lines.push_back(job + ": FAILED: " + message + where);
-      }
-    }
-    if (remote) {
-      TeamEvent e;
-      e.kind = TeamEvent::Kind::kFinished;
-      e.worker = worker;
-      e.failures = failed;
-      send(e);
-    }
-    progress.finished(worker, lines);
-  };
-  auto fail = [&](int worker, const std::vector<const Job*>& failed, const std::string& message) {
-    std::vector<std::pair<std::string, std::string>> named;
-    for (const auto* j : failed) named.emplace_back(j->key.text(), message);
-    fail_jobs(worker, named);
-  };
-  auto message = [&](const std::string& line) {
-    if (remote) {
-      TeamEvent e;
-      e.kind = TeamEvent::Kind::kMessage;
-      e.text = line;
-      send(e);
-    } else {
-      progress.message(line);
-    }
-  };
-  auto on_rank = [](int rank) { return "  [rank " + std::to_string(rank) + "]"; };
-  // Item `i` started on progress slot `slot`: the display, and rank 0 when remote.
-  auto item_started = [&](int slot, std::size_t i) {
-    if (i < units.size()) {
-      const Unit& unit = units[i];
-      const AgentConfig& a = *unit.agent;
-      const std::string label = a.name + " (seed " + std::to_string(unit.seed) + ")";
-      progress.started(slot, i, "pretraining " + label, a.budget.max_steps);
-      if (!remote) {
-        progress.message(
-            "gopt: pretraining " + label + " on " + std::to_string(training.size()) +
-            (training.size() == 1 ? " graph" : " graphs") +
-            (validation.empty()
-                 ? std::string()
-                 : " (checkpoint chosen on " + std::to_string(validation.size()) + " validation)") +
-            ", up to " + std::to_string(a.budget.max_steps) + " updates -> " +
-            pretrain_checkpoint(config, a, unit.seed));
-      }
-    } else {
-      const Job& job = jobs[i - units.size()];
-      progress.started(slot, i, job.key.text(), job.agent->budget.max_steps);
-    }
-    if (remote) {
-      TeamEvent e;
-      e.kind = TeamEvent::Kind::kStarted;
-      e.worker = slot;
-      e.item = static_cast<std::int64_t>(i);
-      send(e);
-    }
-  };
-
-  auto work = [&](int worker) {
-    // One LibTorch thread per job, however many jobs run: results depend on the thread
-    // count, and a team of every core per job oversubscribed the machine
-    // (agents/compute_threads.h).
-    agents::limit_compute_threads(1);
-    while (true) {
-      {
-        std::lock_guard<std::mutex> lock(sink_mutex);
-        if (sink_error) return;
-      }
-      const auto next = queue.next();
-      if (!next) return;
-      const std::size_t k = *next;  // in the queue
-      const std::size_t i = mine[k];
-      std::vector<agents::LearningCurvePoint> curve;
-      // What /running shows of this item while it trains (learners only).
-      RunningJob running;
-      if (i < units.size()) {
-        for (const auto* j : units[i].rows) running.rows.push_back(j->key);
-        running.agent_type = units[i].agent->type;
-        running.max_steps = units[i].agent->budget.max_steps;
-      } else if (const Job& j = jobs[i - units.size()];
-                 shared.registry.info(j.agent->type).learner) {
-        running.rows.push_back(j.key);
-        running.agent_type = j.agent->type;
-        running.max_steps = j.agent->budget.max_steps;
-      }
-      std::optional<LiveCurve> live;
-      if (!running.rows.empty()) live.emplace(live_shared, std::move(running));
-      CurveRecorder recorder(curve, progress, worker, stop, remote ? team : nullptr,
-                             live ? &*live : nullptr);
-      item_started(worker, i);
-      if (i < units.size()) {
-        const Unit& unit = units[i];
-        const AgentConfig& a = *unit.agent;
-        const std::string label = a.name + " (seed " + std::to_string(unit.seed) + ")";
-        std::vector<RunResult> results;
-        std::int64_t checkpoint_steps = 0;
-        try {
-          results = run_unit(shared, unit, training, validation, options, recorder, curve,
-                             checkpoint_steps);
-        } catch (const Interrupted&) {
-          if (live) live->end(curve, "stopped", "");
-          queue.ended(k);
-          return;
-        } catch (const std::exception& e) {
-          {
-            std::lock_guard<std::mutex> lock(sink_mutex);
-            unit_failed[i] = 1;
-          }
-          if (live) live->end(curve, "failed", e.what());
-          fail(worker, unit.rows, e.what());
-          queue.ended(k);
-          continue;
-        }
-        // The checkpoint is written: its consumers may start while the rows are written.
-        queue.ended(k);
-        if (!validation.empty()) {
-          message("gopt: " + label + ": the checkpoint holds the policy after update " +
-                  std::to_string(checkpoint_steps) + " of " +
-                  std::to_string(curve.empty() ? 0 : curve.back().step) +
-                  ", the best on the validation graphs");
-        }
-        if (!write(worker, std::move(results))) return;
-        remove_snapshot(job_snapshots(options, config, a, pretrain_what(config), unit.seed));
-        continue;
-      }
-      const Job& job = jobs[i - units.size()];
-      const auto u = waits_for[i];
-      bool pretraining_failed = false;
-      if (u >= 0) {
-        std::lock_guard<std::mutex> lock(sink_mutex);
-        pretraining_failed = unit_failed[static_cast<std::size_t>(u)] != 0;
-      }
-      if (pretraining_failed) {
-        const Unit& unit = units[static_cast<std::size_t>(u)];
-        fail(worker, {&job},
-             "not run: its pretraining, " + unit.agent->name + " (seed " +
-                 std::to_string(unit.seed) + "), failed");
-        queue.ended(k);
-        continue;
-      }
-      const auto snapshots =
-          job_snapshots(options, config, *job.agent, job.workload->name, job.key.seed);
-      RunResult result;
-      try {
-        result = run_job(shared, job, recorder, snapshots);
-      } catch (const Interrupted&) {
-        if (live) live->end(curve, "stopped", "");
-        return;
-      } catch (const std::exception& e) {
-        if (live) live->end(curve, "failed", e.what());
-        fail(worker, {&job}, e.what());
-        queue.ended(k);
-        continue;
-      }
-      queue.ended(k);
-      result.learning_curve = std::move(curve);
-      if (!write(worker, {std::move(result)})) return;
-      remove_snapshot(snapshots);
-    }
-  };
-
-  if (team == nullptr) {
-    if (workers == 1) {
-      work(0);
-    } else {
-      std::vector<std::thread> threads;
-      for (int w = 0; w < workers; ++w) threads.emplace_back(work, w);
-      for (auto& t : threads) t.join();
-    }
-  } else {
-    run_shared(
-        *team, workers, work, halt, options.stop,
-        [&](const TeamEvent& e, int slot) {
-          switch (e.kind) {
-            case TeamEvent::Kind::kStarted:
-              GOPT_ASSERT(e.item >= 0 && static_cast<std::size_t>(e.item) < items.size(),
-                          "a started item of this run");
-              item_started(slot, static_cast<std::size_t>(e.item));
-              break;
-            case TeamEvent::Kind::kStep:
-              progress.training_step(slot, e.step);
-              break;
-            case TeamEvent::Kind::kFinished:
-              if (!e.failures.empty()) fail_jobs(slot, e.failures, on_rank(e.rank));
-              if (!e.results.empty() && !write(slot, e.results, on_rank(e.rank))) return false;
-              break;
-            case TeamEvent::Kind::kMessage:
-              progress.message(e.text);
-              break;
-            case TeamEvent::Kind::kDone:
-              if (e.interrupted) summary.interrupted = true;
-              break;
-          }
-          return true;
-        },
-        [&] {
-          std::lock_guard<std::mutex> lock(sink_mutex);
-          return sink_error.has_value();
-        },
-        progress, summary);
-  }
-  progress.stop();
-  if (sink_error && summary.team_failure.empty()) {
-    throw core::Error("writing results: " + *sink_error);
-  }
-  summary.interrupted =
-      summary.interrupted ||
-      (stop && stop->load() && summary.team_failure.empty() &&
-       summary.completed + static_cast<std::int64_t>(summary.failures.size()) < rows_to_write);
   summary.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
   return summary;
+}
+
+void print_run_plan(const ExperimentConfig& config, const std::vector<ResultKey>& done,
+                    std::ostream& out) {
+  agents::AgentRegistry registry;
+  agents::register_builtin_agents(registry);
+  const Plan plan = without_done(build_plan(config, registry), done);
+  std::map<std::string, core::CompiledGraph> graphs;
+  load_graphs(plan, graphs);
+  print_plan(plan, ops_of(graphs), out);
 }
 
 }  // namespace gopt::experiments

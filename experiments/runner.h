@@ -1,8 +1,9 @@
-// The experiment runner: every (workload, agent, seed) of a config as an independent job,
-// run in config order (or in parallel threads), each finished result handed to a
-// ResultSink at once. Jobs share only read-only data (compiled graphs, the cluster, the
-// cost model); each has its own Agent, Environment and Simulator, and its randomness
-// comes from (seed, workload, agent) alone, so --jobs never changes a number.
+// The experiment runner: executes the plan of a config (experiments/plan.h), every
+// (workload, agent, seed) as a job, in plan order (or in parallel threads, or shared by
+// ranks), each finished result handed to a ResultSink at once. Jobs share only read-only
+// data (compiled graphs, the cluster, the cost model); each has its own Agent, Environment
+// and Simulator, and its randomness comes from (seed, workload, agent) alone, so --jobs
+// never changes a number.
 //
 //   Hdf5Sink sink(config.output, Hdf5SinkOptions().mode(OpenMode::kResume));
 //   RunSummary s = run_experiment(config, sink,
@@ -105,24 +106,22 @@ struct RunSummary {
 [[nodiscard]] std::uint64_t job_seed(std::uint64_t seed, const std::string& workload,
                                      const std::string& agent);
 
-/// Where the go_pretrain agent `agent` of `config` writes its checkpoint for `seed`: its
-/// `checkpoint` option when given, else "<output without .h5>.<agent label>.seed<seed>.ckpt"
-/// beside the results file.
-[[nodiscard]] std::string pretrain_checkpoint(const ExperimentConfig& config,
-                                              const AgentConfig& agent, std::uint64_t seed);
-/// The checkpoint go_finetune and go_zero_shot load when their `checkpoint` option is
-/// unset: the first go_pretrain agent's for the same seed; "" when the config has none.
 /// Where `gopt run` keeps the training snapshots of a results file's unfinished jobs:
 /// "results/x.h5" -> "results/x.snapshots".
 [[nodiscard]] std::string snapshot_dir_for(const std::string& results_file);
 
-[[nodiscard]] std::string default_checkpoint(const ExperimentConfig& config, std::uint64_t seed);
-
 /// Runs every job of `config` not in `options.done`, writing each result to `sink` as it
-/// finishes. Throws InputError when a workload or the hardware profile cannot be loaded
-/// (before any job runs). A failing job is recorded in RunSummary::failures and the others
-/// go on.
+/// finishes: builds the plan of the jobs and the artifacts they pass (experiments/plan.h),
+/// then executes it. Throws InputError, before any job runs, for a plan that does not hold
+/// (build_plan) and when a workload or the hardware profile cannot be loaded. A failing job
+/// is recorded in RunSummary::failures and the others go on.
 RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
                           const RunnerOptions& options = {});
+
+/// `gopt run --dry-run`: prints the plan of `config`'s jobs not in `done` (print_plan, with
+/// time estimates from the graphs' op counts) and runs nothing. Throws as run_experiment
+/// before its first job.
+void print_run_plan(const ExperimentConfig& config, const std::vector<ResultKey>& done,
+                    std::ostream& out);
 
 }  // namespace gopt::experiments
