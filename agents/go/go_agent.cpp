@@ -802,6 +802,8 @@ std::vector<OptionSpec> ppo_specs(double learning_rate = PpoOptions().learning_r
        "every other sample shares exploration noise per layer attribute"},
       {"scope_exploration", OptionType::kBool, d.scope_exploration ? "true" : "false",
        "layer-shared samples share noise per (top-level name scope, layer) instead"},
+      {"unit_samples", OptionType::kInt, std::to_string(d.unit_samples),
+       "with per-op decisions: samples per update that place whole decision units", 0, 4096},
       {"seed", OptionType::kInt, "0", "mixed with the experiment seed", kMinSeedOption,
        kMaxSeedOption},
   };
@@ -838,6 +840,9 @@ void check_ppo(const AgentOptions& o) {
 void check_policy_ppo(const AgentOptions& o) {
   check_policy(o);
   check_ppo(o);
+  if (o.get_int("unit_samples") > 0 && o.get_bool("unit_decisions")) {
+    o.reject("unit_samples", "with unit_decisions every sample places whole units already");
+  }
 }
 
 std::vector<OptionSpec> task_specs() {
@@ -928,6 +933,7 @@ void read_ppo(const AgentOptions& o, GoOptions& g) {
   g.ppo.exploration_block = std::max<std::int64_t>(1, o.get_int("exploration_block"));
   g.ppo.layer_exploration = o.get_bool("layer_exploration");
   g.ppo.scope_exploration = o.get_bool("scope_exploration");
+  g.ppo.unit_samples = o.get_int("unit_samples");
   g.seed = static_cast<std::uint64_t>(o.get_int("seed"));
 }
 

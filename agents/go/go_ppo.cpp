@@ -117,10 +117,16 @@ core::Decision memory_fitting_decision(GoPolicy& policy, const GraphTensors& ten
   const std::int64_t* layer = layer_tensor.data_ptr<std::int64_t>();
   const auto& params = problem.graph.param_bytes();
   const auto& outputs = problem.graph.output_bytes();
-  // Groups that move together, as in exploration: a layer, or a block of positions.
+  // Groups that move together, as in sampling: the decision units with unit decisions;
+  // else, as in exploration, a layer, or a block of positions.
+  const bool by_unit = policy->options.unit_decisions();
+  const auto unit_tensor = tensors.unit.contiguous();
+  const std::int64_t* unit = unit_tensor.data_ptr<std::int64_t>();
   block = noise_block(block, n, devices);
-  const std::int64_t num_groups = tensors.num_layers + (n + block - 1) / block;
+  const std::int64_t num_groups =
+      by_unit ? tensors.num_units : tensors.num_layers + (n + block - 1) / block;
   auto group_of = [&](std::int64_t p) {
+    if (by_unit) return unit[p];
     return layer[p] >= 0 ? layer[p] : tensors.num_layers + p / block;
   };
   // The positions of each group: members[member_begin[g] .. member_begin[g + 1]).
@@ -293,6 +299,18 @@ PpoStepStats PpoTrainer::step(PpoTask& task) {
   };
   TaskActions actions;        // [decisions, k] per task
   TaskActions old_log_probs;  // [decisions, k] per task
+  // Mixed sampling (unit_samples, with per-op decisions): the first unit_samples samples are
+  // drawn per unit from the mean of its ops' logits and trained on those unit
+  // log-probabilities; the others per op.
+  const std::int64_t unit_samples =
+      !by_unit && policy_->options.place() ? std::min<std::int64_t>(k, options_.unit_samples) : 0;
+  auto pooled_log_probs = [&](const torch::Tensor& logits) {
+    auto sums =
+        torch::zeros({g.num_units, logits.size(1)}, logits.options()).index_add(0, g.unit, logits);
+    return torch::log_softmax(sums / g.unit_sizes, 1);
+  };
+  torch::Tensor unit_actions;        // [units, unit_samples]
+  torch::Tensor unit_old_log_probs;  // [units, unit_samples]
   torch::Tensor old_value;
   PolicyOutput first = policy_->forward(g, devices);
   {
@@ -311,6 +329,18 @@ PpoStepStats PpoTrainer::step(PpoTask& task) {
     if (options_.evaluate_greedy) {
       (void)env.evaluate(task_decision(greedy, g, problem.graph, task.base));
       ++stats.samples;
+    }
+    if (unit_samples > 0) {
+      // The first unit_samples samples place whole units, drawn from the units' pooled
+      // distributions (each op of a unit on the unit's device).
+      auto unit_log_probs = pooled_log_probs(first.logits.detach());
+      unit_actions =
+          torch::multinomial(unit_log_probs.exp(), unit_samples, /*replacement=*/true, gen_);
+      unit_old_log_probs = unit_log_probs.gather(1, unit_actions);
+      auto& placement = actions.of(GoTask::kPlacement);
+      placement.slice(1, 0, unit_samples).copy_(unit_actions.index_select(0, g.unit));
+      old_log_probs.of(GoTask::kPlacement) =
+          torch::log_softmax(first.logits.detach(), 1).gather(1, placement);
     }
   }
 
@@ -388,7 +418,21 @@ PpoStepStats PpoTrainer::step(PpoTask& task) {
       auto surrogate =
           torch::min(ratio * advantage,
                      torch::clamp(ratio, 1.0 - options_.clip, 1.0 + options_.clip) * advantage);
-      policy_loss = policy_loss - (surrogate * mask.unsqueeze(1)).sum() / normaliser;
+      if (t == GoTask::kPlacement && unit_samples > 0) {
+        // Per-op terms for the per-op samples only; the unit samples' terms per unit.
+        auto per_op = torch::ones({1, k});
+        per_op.slice(1, 0, unit_samples).zero_();
+        policy_loss = policy_loss - (surrogate * mask.unsqueeze(1) * per_op).sum() / normaliser;
+        auto unit_advantage = advantage.slice(1, 0, unit_samples);
+        auto unit_ratio =
+            torch::exp(pooled_log_probs(out.logits).gather(1, unit_actions) - unit_old_log_probs);
+        auto unit_surrogate = torch::min(
+            unit_ratio * unit_advantage,
+            torch::clamp(unit_ratio, 1.0 - options_.clip, 1.0 + options_.clip) * unit_advantage);
+        policy_loss = policy_loss - unit_surrogate.sum() / normaliser;
+      } else {
+        policy_loss = policy_loss - (surrogate * mask.unsqueeze(1)).sum() / normaliser;
+      }
       if (unit_task(t)) {
         unit_entropy = unit_entropy - ((log_probs.exp() * log_probs).sum(1) * mask).sum();
       } else {

@@ -68,6 +68,11 @@ struct PpoOptions {
   /// encoder layer moves apart from the decoder layer with the same index (docs/agents.md
   /// "What limits GO-one on the RNN graphs"). Off: one group per layer attribute.
   bool scope_exploration = false;
+  /// Mixed sampling, with per-op decisions: the first this many samples of each update
+  /// are drawn per decision unit (GraphTensors::unit) from the softmax of the mean of its
+  /// ops' logits, every op of a unit on the unit's device, and trained on those per-unit
+  /// log-probabilities; the others per op, as above. 0: every sample per op.
+  std::int64_t unit_samples = 0;
 };
 
 /// What a decision keeps for the tasks the policy does not decide (multi-task GO's
@@ -132,8 +137,9 @@ struct MemoryRepair {
 };
 
 /// The greedy decision of `policy` for `env`'s problem, moved into memory when it does not
-/// fit. Ops move in the groups exploration samples together (a layer attribute, else a
-/// block of `block` consecutive positions, capped as in sampling). While the simulated
+/// fit. Ops move in the groups sampling moves together (the decision units with unit
+/// decisions; else a layer attribute, else a block of `block` consecutive positions,
+/// capped as in sampling). While the simulated
 /// placement runs out of memory, each device over its capacity hands over the groups the
 /// policy is least sure of there (smallest mean margin of log p(device) over the best device
 /// with room) to the device with the most room, until its estimated peak is 10% under its

@@ -343,6 +343,53 @@ TEST(GoPpoTest, UnitDecisionsPlaceEveryUnitWhole) {
   EXPECT_EQ((*greedy.placement)[0], (*greedy.placement)[1]);  // "emb/lookup" in and op0
 }
 
+// Mixed sampling: with per-op decisions, unit samples place whole units (drawn from the
+// mean of the unit's logits) and train that pooled distribution.
+TEST(GoPpoTest, UnitSamplesPlaceWholeUnitsAndTrainTheirPooledDistribution) {
+  testing::ProblemFixture f(unit_graph(), "p100x2_pcie", 1);
+  const GraphTensors tensors = make_graph_tensors(f.compiled);
+  auto pooled_entropy = [&](GoPolicy& policy) {
+    torch::NoGradGuard no_grad;
+    auto logits = policy->forward(tensors, 2).logits.slice(1, 0, 2);
+    auto sums = torch::zeros({tensors.num_units, 2}).index_add(0, tensors.unit, logits);
+    auto log_p = torch::log_softmax(sums / tensors.unit_sizes, 1);
+    return -(log_p.exp() * log_p).sum().item<double>();
+  };
+  core::Rng rng(5);
+  GoPolicy policy(GoPolicyOptions().hidden(16).heads(2).segment_length(8).max_devices(4));
+  initialise(*policy, rng);
+  policy->reset_heads();
+  const double before = pooled_entropy(policy);
+  torch::optim::Adam adam(policy->parameters(), torch::optim::AdamOptions(3e-3));
+  PpoOptions ppo;
+  ppo.samples_per_step = 8;
+  ppo.unit_samples = 8;
+  ppo.evaluate_greedy = false;  // the greedy placement is per op
+  PpoTrainer trainer(policy, adam, ppo, make_generator(rng));
+  Environment env(f.problem);
+  PpoTask task(env);
+  for (int step = 0; step < 20; ++step) {
+    (void)trainer.step(task);
+    const auto& best = *env.best_decision().placement;
+    std::map<std::int64_t, core::DeviceId> device_of_unit;
+    for (std::int64_t p = 0; p < tensors.num_nodes; ++p) {
+      const auto v = static_cast<std::size_t>(tensors.order[p].item<std::int64_t>());
+      const auto u = tensors.unit[p].item<std::int64_t>();
+      EXPECT_EQ(device_of_unit.emplace(u, best[v]).first->second, best[v]);
+    }
+  }
+  // The unit samples' objective sharpened the pooled distributions.
+  EXPECT_LT(pooled_entropy(policy), 0.8 * before) << "before " << before;
+
+  AgentRegistry registry;
+  register_builtin_agents(registry);
+  const auto message = gopt::testing::error_of([&] {
+    (void)registry.create("go_one", {{"unit_samples", "4"}, {"unit_decisions", "true"}},
+                          "exp.yaml");
+  });
+  EXPECT_TRUE(gopt::testing::contains(message, "agents.go_one.unit_samples")) << message;
+}
+
 TEST(GoAgentTest, GoOneWithUnitDecisionsFindsTheBestPlacementOfUnits) {
   testing::ProblemFixture f(unit_graph(40), "p100x2_pcie", 1);
   Environment reference(f.problem);
