@@ -501,7 +501,12 @@ class GoAgent final : public TransferableAgent {
       const std::int64_t first = batch * per_batch;
       const std::int64_t size = std::min(per_batch, n - first);
       PpoTask& task = tasks[static_cast<std::size_t>(first + step % size)];
+      // Coarse to fine (unit_phase): unit decisions for the first updates only. The policy's
+      // own option is what checkpoints and snapshots record.
+      const bool per_unit = policy_->options.unit_decisions();
+      if (step < options_.unit_phase) policy_->options.unit_decisions(true);
       auto stats = trainer.step(task);
+      policy_->options.unit_decisions(per_unit);
       ++trained_steps_;
       if (!validation_graphs_.empty() &&
           ((step + 1) % options_.validate_every == 0 || step + 1 == limit)) {
@@ -802,6 +807,9 @@ std::vector<OptionSpec> ppo_specs(double learning_rate = PpoOptions().learning_r
        "every other sample shares exploration noise per layer attribute"},
       {"scope_exploration", OptionType::kBool, d.scope_exploration ? "true" : "false",
        "layer-shared samples share noise per (top-level name scope, layer) instead"},
+      {"unit_phase", OptionType::kInt, "0",
+       "coarse to fine: updates that decide per decision unit before deciding per op", 0,
+       1000000000},
       {"unit_samples", OptionType::kInt, std::to_string(d.unit_samples),
        "with per-op decisions: samples per update that place whole decision units", 0, 4096},
       {"seed", OptionType::kInt, "0", "mixed with the experiment seed", kMinSeedOption,
@@ -840,6 +848,9 @@ void check_ppo(const AgentOptions& o) {
 void check_policy_ppo(const AgentOptions& o) {
   check_policy(o);
   check_ppo(o);
+  if (o.get_int("unit_phase") > 0 && o.get_bool("unit_decisions")) {
+    o.reject("unit_phase", "with unit_decisions every update decides per unit already");
+  }
   if (o.get_int("unit_samples") > 0 && o.get_bool("unit_decisions")) {
     o.reject("unit_samples", "with unit_decisions every sample places whole units already");
   }
@@ -934,6 +945,7 @@ void read_ppo(const AgentOptions& o, GoOptions& g) {
   g.ppo.layer_exploration = o.get_bool("layer_exploration");
   g.ppo.scope_exploration = o.get_bool("scope_exploration");
   g.ppo.unit_samples = o.get_int("unit_samples");
+  g.unit_phase = o.get_int("unit_phase");
   g.seed = static_cast<std::uint64_t>(o.get_int("seed"));
 }
 

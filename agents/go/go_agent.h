@@ -59,6 +59,10 @@ struct GoOptions {
   /// random start is mostly out-of-memory samples (docs/agents.md "The largest graphs at
   /// Table 1's 200 updates"); 0: use ppo.learning_rate on every graph.
   double oversize_learning_rate = 0;
+  /// Coarse to fine: the first this many updates decide per decision unit
+  /// (GoPolicyOptions::unit_decisions), the rest per op, from the same network; the best
+  /// decision found in either phase is kept (docs/agents.md "Decision units"). 0: off.
+  std::int64_t unit_phase = 0;
   std::string checkpoint;  ///< written (pretrain) or read (finetune, zero-shot)
   std::uint64_t seed = 0;  ///< mixed with the problem seed
   std::string name;        ///< agent name (empty: the mode's, e.g. go_one)

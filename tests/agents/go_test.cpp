@@ -817,6 +817,40 @@ TEST_F(GoCheckpointTest, PretrainThenZeroShotThenFinetune) {
             check.evaluate(decision).step_time_s);
 }
 
+// Coarse to fine (unit_phase): the first updates are exactly those of unit decisions, the
+// later ones per op; unit_phase over the whole budget is unit decisions.
+TEST(GoAgentTest, CoarseToFineDecidesPerUnitFirstThenPerOp) {
+  testing::ProblemFixture f(unit_graph(), "p100x2_pcie", 1);
+  AgentRegistry r;
+  register_builtin_agents(r);
+  auto curve_of = [&](const std::map<std::string, std::string>& extra) {
+    std::map<std::string, std::string> options = {
+        {"hidden", "16"}, {"segment_length", "8"}, {"samples_per_step", "8"}, {"seed", "3"}};
+    options.insert(extra.begin(), extra.end());
+    auto agent = r.create("go_one", options);
+    Environment env(f.problem);
+    Curve curve;
+    agent->train(env, TrainBudget().with_steps(8), &curve);
+    std::vector<double> means;
+    for (const auto& p : curve.points) means.push_back(p.mean_step_time_s);
+    return means;
+  };
+  const auto units = curve_of({{"unit_decisions", "true"}});
+  const auto per_op = curve_of({});
+  const auto phased = curve_of({{"unit_phase", "4"}});
+  ASSERT_EQ(units.size(), 8u);
+  EXPECT_EQ(curve_of({{"unit_phase", "8"}}), units);
+  EXPECT_EQ(std::vector<double>(phased.begin(), phased.begin() + 4),
+            std::vector<double>(units.begin(), units.begin() + 4));
+  EXPECT_NE(phased, units);
+  EXPECT_NE(phased, per_op);
+
+  const auto message = gopt::testing::error_of([&] {
+    (void)r.create("go_one", {{"unit_phase", "4"}, {"unit_decisions", "true"}}, "exp.yaml");
+  });
+  EXPECT_TRUE(gopt::testing::contains(message, "agents.go_one.unit_phase")) << message;
+}
+
 // A checkpoint records unit decisions, and a zero-shot policy read from it decides per unit.
 TEST_F(GoCheckpointTest, UnitDecisionsTravelInTheCheckpoint) {
   EXPECT_NE(policy_options_text(GoPolicyOptions().unit_decisions(true)).find("unit_decisions=1"),
