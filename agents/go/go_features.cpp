@@ -196,4 +196,10 @@ GraphTensors make_graph_tensors(const core::CompiledGraph& graph) {
   return t;
 }
 
+torch::Tensor unit_means(const torch::Tensor& values, const GraphTensors& g) {
+  return torch::zeros({g.num_units, values.size(1)}, values.options())
+             .index_add(0, g.unit, values) /
+         g.unit_sizes;
+}
+
 }  // namespace gopt::agents::go

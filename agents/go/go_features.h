@@ -74,4 +74,7 @@ inline constexpr std::int64_t kMinUnitOps = 20;
 /// Builds the tensors of `graph`.
 [[nodiscard]] GraphTensors make_graph_tensors(const core::CompiledGraph& graph);
 
+/// The mean of `values` ([N, C], by position) over each decision unit's ops: [U, C].
+[[nodiscard]] torch::Tensor unit_means(const torch::Tensor& values, const GraphTensors& g);
+
 }  // namespace gopt::agents::go

@@ -203,9 +203,7 @@ torch::Tensor GoPolicyImpl::placement_logits(const torch::Tensor& x, const torch
   auto logits = with_prior(placement_(x), g.placement_prior, "placement");
   if (options.unit_decisions()) {
     // The mean over each unit's ops, given back to every op of the unit.
-    auto sums =
-        torch::zeros({g.num_units, logits.size(1)}, logits.options()).index_add(0, g.unit, logits);
-    logits = (sums / g.unit_sizes).index_select(0, g.unit);
+    logits = unit_means(logits, g).index_select(0, g.unit);
   }
   return logits.masked_fill(masked, kMaskedLogit);
 }

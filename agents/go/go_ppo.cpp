@@ -305,9 +305,7 @@ PpoStepStats PpoTrainer::step(PpoTask& task) {
   const std::int64_t unit_samples =
       !by_unit && policy_->options.place() ? std::min<std::int64_t>(k, options_.unit_samples) : 0;
   auto pooled_log_probs = [&](const torch::Tensor& logits) {
-    auto sums =
-        torch::zeros({g.num_units, logits.size(1)}, logits.options()).index_add(0, g.unit, logits);
-    return torch::log_softmax(sums / g.unit_sizes, 1);
+    return torch::log_softmax(unit_means(logits, g), 1);
   };
   torch::Tensor unit_actions;        // [units, unit_samples]
   torch::Tensor unit_old_log_probs;  // [units, unit_samples]

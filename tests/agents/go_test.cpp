@@ -354,8 +354,7 @@ TEST(GoPpoTest, UnitSamplesPlaceWholeUnitsAndTrainTheirPooledDistribution) {
   auto pooled_entropy = [&](GoPolicy& policy) {
     torch::NoGradGuard no_grad;
     auto logits = policy->forward(tensors, 2).logits.slice(1, 0, 2);
-    auto sums = torch::zeros({tensors.num_units, 2}).index_add(0, tensors.unit, logits);
-    auto log_p = torch::log_softmax(sums / tensors.unit_sizes, 1);
+    auto log_p = torch::log_softmax(unit_means(logits, tensors), 1);
     return -(log_p.exp() * log_p).sum().item<double>();
   };
   core::Rng rng(5);
