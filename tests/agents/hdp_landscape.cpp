@@ -15,7 +15,7 @@
 // path from one device to the expert's placement, one layer unit at a time; and a greedy
 // descent over layer moves from one device and from the decision file (`-`: none;
 // OUT.json: where the last descent ends). Not a test: a diagnostic for docs/agents.md
-// "hdp" and "What limits GO-one on the RNN graphs".
+// "hdp" and "Design decisions (GO)".
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
