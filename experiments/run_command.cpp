@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "agents/cpu_numerics.h"
+#include "agents/registry.h"
 #include "core/errors.h"
 #include "core/strings.h"
 #include "experiments/cli.h"
@@ -24,6 +25,8 @@
 #include "experiments/distributed.h"
 #include "experiments/hdf5_sink.h"
 #include "experiments/machine_info.h"
+#include "experiments/plan.h"
+#include "experiments/projection.h"
 #include "experiments/run_team.h"
 #include "experiments/runner.h"
 
@@ -78,6 +81,8 @@ struct RunArgs {
   double snapshot_s = 60;
   double curve_flush_s = 30;
   double peer_timeout_s = 60;
+  std::string costs;  ///< --dry-run: project the run from this results file's job costs
+  int ranks = 1;      ///< --dry-run --costs: processes the projection shares the run among
 };
 
 // A rank other than 0 writes nothing itself: its results go to rank 0 (RunnerOptions::team).
@@ -114,6 +119,15 @@ int print_plan_only(const RunArgs& args, const ExperimentConfig& config, const s
     for (const auto& r : read_results_file(out).results) done.push_back(r.key);
   }
   print_run_plan(config, done, ctx.out);
+  if (!args.costs.empty()) {
+    agents::AgentRegistry registry;
+    agents::register_builtin_agents(registry);
+    const Plan plan = without_done(build_plan(config, registry), done);
+    const auto workers = static_cast<std::size_t>(args.jobs) * static_cast<std::size_t>(args.ranks);
+    print_projection(plan,
+                     project_run(plan, read_results_file(args.costs).results, workers, args.costs),
+                     ctx.out);
+  }
   ctx.out << "dry run: nothing was run and no file was written\n";
   return kExitOk;
 }
@@ -339,9 +353,22 @@ void add_run_command(CLI::App& app, CliContext& context) {
                 "Continue an existing results file: skip the results it already holds and "
                 "continue unfinished jobs from their training snapshots");
   cmd->add_flag("--overwrite", args->overwrite, "Replace an existing results file");
-  cmd->add_flag("--dry-run", args->dry_run,
-                "Print the plan (jobs in the order they are taken, the artifacts they write and "
-                "read, budgets, estimated times) after checking it, and run nothing");
+  auto* dry_run = cmd->add_flag(
+      "--dry-run", args->dry_run,
+      "Print the plan (jobs in the order they are taken, the artifacts they write and "
+      "read, budgets, estimated times) after checking it, and run nothing");
+  cmd->add_option("--costs", args->costs,
+                  "With --dry-run: project the run's time from the job costs measured in this "
+                  "results file (an earlier run of the same workloads and agents, any budget), "
+                  "on --jobs x --ranks workers")
+      ->check(CLI::ExistingFile)
+      ->needs(dry_run);
+  cmd->add_option("--ranks", args->ranks,
+                  "With --dry-run --costs: processes (for example machines under torchrun) the "
+                  "projected run is shared among, each running --jobs jobs")
+      ->check(positive_number())
+      ->capture_default_str()
+      ->needs(dry_run);
   cmd->add_option("--jobs,-j", args->jobs, "Jobs to run in parallel threads")
       ->check(positive_number())
       ->capture_default_str();
