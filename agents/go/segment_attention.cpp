@@ -70,59 +70,127 @@ struct Views {
   }
 };
 
-// --- The vector kernel: sixteen floats at a time, in GCC vector extensions that become one
-// AVX-512 register, two AVX2 registers or four SSE registers by the instruction set the
-// kernel is compiled for (below). Values are passed by reference: by value, a 64-byte
-// vector changes the calling convention between instruction sets.
+// --- The vector kernel: sixteen floats at a time. A vector V is either one GCC vector
+// extension of sixteen floats (F16: one AVX-512 register) or sixteen floats split into
+// native vectors (Split<F8, 2>: two AVX2 registers; Split<F4, 4>: four SSE registers). GCC
+// has no 64-byte machine mode without AVX-512, so an F16 variable there lives in memory
+// and every operation on it goes through the stack; split, each part stays in a register.
+// Every operation is lane by lane, so a lane computes the same numbers either way. Values
+// are passed by reference: by value, a 64-byte vector changes the calling convention
+// between instruction sets.
 typedef float F16 __attribute__((vector_size(64)));
-typedef std::int32_t I16 __attribute__((vector_size(64)));
+typedef float F8 __attribute__((vector_size(32)));
+typedef float F4 __attribute__((vector_size(16)));
 constexpr int kLanes = 16;
 
+template <class P, int N>
+struct Split {
+  static constexpr int kPartLanes = kLanes / N;
+  P part[N];
+  [[gnu::always_inline]] float operator[](int lane) const {
+    return part[lane / kPartLanes][lane % kPartLanes];
+  }
+};
+
+template <class P, int N>
+[[gnu::always_inline]] inline void load(Split<P, N>& v, const float* p) {
+  for (int i = 0; i < N; ++i) std::memcpy(&v.part[i], p + i * v.kPartLanes, sizeof(P));
+}
+template <class P, int N>
+[[gnu::always_inline]] inline void store(float* p, const Split<P, N>& v) {
+  for (int i = 0; i < N; ++i) std::memcpy(p + i * v.kPartLanes, &v.part[i], sizeof(P));
+}
 [[gnu::always_inline]] inline void load(F16& v, const float* p) { std::memcpy(&v, p, sizeof v); }
 [[gnu::always_inline]] inline void store(float* p, const F16& v) { std::memcpy(p, &v, sizeof v); }
+
+// Split's arithmetic, part by part: what the kernel uses of a vector's operators.
+#define GOPT_SPLIT_OPERATOR(op)                                                           \
+  template <class P, int N>                                                               \
+  [[gnu::always_inline]] inline Split<P, N> operator op(const Split<P, N>& a,             \
+                                                        const Split<P, N>& b) {           \
+    Split<P, N> r;                                                                        \
+    for (int i = 0; i < N; ++i) r.part[i] = a.part[i] op b.part[i];                       \
+    return r;                                                                             \
+  }                                                                                       \
+  template <class P, int N>                                                               \
+  [[gnu::always_inline]] inline Split<P, N> operator op(const Split<P, N>& a, float b) {  \
+    Split<P, N> r;                                                                        \
+    for (int i = 0; i < N; ++i) r.part[i] = a.part[i] op b;                               \
+    return r;                                                                             \
+  }                                                                                       \
+  template <class P, int N>                                                               \
+  [[gnu::always_inline]] inline Split<P, N> operator op(float a, const Split<P, N>& b) {  \
+    Split<P, N> r;                                                                        \
+    for (int i = 0; i < N; ++i) r.part[i] = a op b.part[i];                               \
+    return r;                                                                             \
+  }                                                                                       \
+  template <class P, int N, class B>                                                      \
+  [[gnu::always_inline]] inline Split<P, N>& operator op##=(Split<P, N>& a, const B& b) { \
+    return a = a op b;                                                                    \
+  }
+GOPT_SPLIT_OPERATOR(+)
+GOPT_SPLIT_OPERATOR(-)
+GOPT_SPLIT_OPERATOR(*)
+#undef GOPT_SPLIT_OPERATOR
 
 // exp(x) for x <= 0 in every lane (softmax arguments less the row maximum), as Cephes'
 // expf computes it: x = n ln 2 + r with |r| <= ln 2 / 2, exp(r) by a degree-7 polynomial
 // (about 2 ulp), 2^n through the exponent bits. Arguments below -87 give exactly 0, as an
 // underflowing exp does: a subnormal weight would make every product with it take the
-// CPU's slow path.
-[[gnu::always_inline]] inline void exp_nonpositive(F16& x) {
-  const I16 underflow = x < -87.0F;
-  x = underflow ? F16{} - 87.0F : x;
-  const F16 y = x * 1.44269504088896341F + 0.5F;
-  I16 n = __builtin_convertvector(y, I16);
-  n += __builtin_convertvector(n, F16) > y;  // -1 where truncation rounded up: floor
-  const F16 nf = __builtin_convertvector(n, F16);
-  F16 r = x - nf * 0.693359375F;
+// CPU's slow path. N: a native vector (F16, F8, F4).
+template <class N>
+[[gnu::always_inline]] inline void exp_nonpositive(N& x) {
+  using I = decltype(x < x);  // the int vector of N's width
+  const I underflow = x < -87.0F;
+  x = underflow ? N{} - 87.0F : x;
+  const N y = x * 1.44269504088896341F + 0.5F;
+  I n = __builtin_convertvector(y, I);
+  n += __builtin_convertvector(n, N) > y;  // -1 where truncation rounded up: floor
+  const N nf = __builtin_convertvector(n, N);
+  N r = x - nf * 0.693359375F;
   r = r + nf * 2.12194440e-4F;
-  F16 p = F16{} + 1.9875691500e-4F;
+  N p = N{} + 1.9875691500e-4F;
   p = p * r + 1.3981999507e-3F;
   p = p * r + 8.3334519073e-3F;
   p = p * r + 4.1665795894e-2F;
   p = p * r + 1.6666665459e-1F;
   p = p * r + 5.0000001201e-1F;
   p = p * r * r + r + 1.0F;
-  const I16 bits = (n + 127) * (1 << 23);
-  F16 scale;
+  const I bits = (n + 127) * (1 << 23);
+  N scale;
   std::memcpy(&scale, &bits, sizeof scale);
-  x = underflow ? F16{} : p * scale;
+  x = underflow ? N{} : p * scale;
+}
+template <class P, int N>
+[[gnu::always_inline]] inline void exp_nonpositive(Split<P, N>& x) {
+  for (int i = 0; i < N; ++i) exp_nonpositive(x.part[i]);
+}
+
+// m = the lane-wise maximum of x and m.
+[[gnu::always_inline]] inline void keep_max(F16& m, const F16& x) { m = x > m ? x : m; }
+template <class P, int N>
+[[gnu::always_inline]] inline void keep_max(Split<P, N>& m, const Split<P, N>& x) {
+  for (int i = 0; i < N; ++i) m.part[i] = x.part[i] > m.part[i] ? x.part[i] : m.part[i];
 }
 
 // The lanes' sum and maximum, in one fixed order.
-[[gnu::always_inline]] inline float lane_sum(const F16& v) {
+template <class V>
+[[gnu::always_inline]] inline float lane_sum(const V& v) {
   float r = v[0];
   for (int t = 1; t < kLanes; ++t) r += v[t];
   return r;
 }
-[[gnu::always_inline]] inline float lane_max(const F16& v) {
+template <class V>
+[[gnu::always_inline]] inline float lane_max(const V& v) {
   float r = v[0];
   for (int t = 1; t < kLanes; ++t) r = v[t] > r ? v[t] : r;
   return r;
 }
 
 // exp of one float through the vector code (the same numbers as the vector lanes give).
+template <class V>
 [[gnu::always_inline]] inline float exp_nonpositive_one(float x) {
-  F16 v = F16{} + x;
+  V v = V{} + x;
   exp_nonpositive(v);
   return v[0];
 }
@@ -130,19 +198,19 @@ constexpr int kLanes = 16;
 // row[w] += sum_d x[d] * t[d * stride + w] for w in [0, width): a vector-matrix product
 // with the matrix transposed (rows of t contiguous in w). Four vectors of the row at a
 // time: four independent chains of multiply-adds (one would wait on each add's latency).
-template <int kD>
+template <class V, int kD>
 [[gnu::always_inline]] inline void add_product(float* row, const float* x, const float* t,
                                                std::int64_t stride, std::int64_t width) {
   constexpr int kChains = 4;
   const std::int64_t blocks = width - width % kLanes;
   std::int64_t w = 0;
   for (; w + kChains * kLanes <= blocks; w += kChains * kLanes) {
-    F16 acc[kChains];
+    V acc[kChains];
     for (int u = 0; u < kChains; ++u) load(acc[u], row + w + u * kLanes);
     for (int d = 0; d < kD; ++d) {
       const float xd = x[d];
       for (int u = 0; u < kChains; ++u) {
-        F16 td;
+        V td;
         load(td, t + d * stride + w + u * kLanes);
         acc[u] += xd * td;
       }
@@ -150,10 +218,10 @@ template <int kD>
     for (int u = 0; u < kChains; ++u) store(row + w + u * kLanes, acc[u]);
   }
   for (; w < blocks; w += kLanes) {
-    F16 acc;
+    V acc;
     load(acc, row + w);
     for (int d = 0; d < kD; ++d) {
-      F16 td;
+      V td;
       load(td, t + d * stride + w);
       acc += x[d] * td;
     }
@@ -168,19 +236,19 @@ template <int kD>
 
 // out[0, kD) = sum_w weight[w] * rows(w)[0, kD), rows(w) = base + w * stride. Four rows at a
 // time into separate sums (independent chains), added in a fixed order at the end.
-template <int kD>
+template <class V, int kD>
 [[gnu::always_inline]] inline void weighted_rows(float* out, const float* weight, const float* base,
                                                  std::int64_t stride, std::int64_t width) {
   constexpr int kVectors = kD / kLanes;
   constexpr int kChains = 4;
-  F16 acc[kChains][kVectors] = {};
+  V acc[kChains][kVectors] = {};
   std::int64_t w = 0;
   for (; w + kChains <= width; w += kChains) {
     for (int u = 0; u < kChains; ++u) {
       const float ww = weight[w + u];
       const float* row = base + (w + u) * stride;
       for (int c = 0; c < kVectors; ++c) {
-        F16 x;
+        V x;
         load(x, row + c * kLanes);
         acc[u][c] += ww * x;
       }
@@ -190,7 +258,7 @@ template <int kD>
     const float ww = weight[w];
     const float* row = base + w * stride;
     for (int c = 0; c < kVectors; ++c) {
-      F16 x;
+      V x;
       load(x, row + c * kLanes);
       acc[0][c] += ww * x;
     }
@@ -201,23 +269,24 @@ template <int kD>
 }
 
 // Softmax of row[0, width) in place.
+template <class V>
 [[gnu::always_inline]] inline void softmax_row(float* row, std::int64_t width) {
   const std::int64_t blocks = width - width % kLanes;
   float m = -std::numeric_limits<float>::infinity();
   if (blocks > 0) {
-    F16 mv;
+    V mv;
     load(mv, row);
     for (std::int64_t w = kLanes; w < blocks; w += kLanes) {
-      F16 x;
+      V x;
       load(x, row + w);
-      mv = x > mv ? x : mv;
+      keep_max(mv, x);
     }
     m = lane_max(mv);
   }
   for (std::int64_t w = blocks; w < width; ++w) m = row[w] > m ? row[w] : m;
-  F16 sum = {};
+  V sum = {};
   for (std::int64_t w = 0; w < blocks; w += kLanes) {
-    F16 x;
+    V x;
     load(x, row + w);
     x -= m;
     exp_nonpositive(x);
@@ -226,12 +295,12 @@ template <int kD>
   }
   float total = lane_sum(sum);
   for (std::int64_t w = blocks; w < width; ++w) {
-    row[w] = exp_nonpositive_one(row[w] - m);
+    row[w] = exp_nonpositive_one<V>(row[w] - m);
     total += row[w];
   }
   const float inverse = 1.0F / total;
   for (std::int64_t w = 0; w < blocks; w += kLanes) {
-    F16 x;
+    V x;
     load(x, row + w);
     store(row + w, x * inverse);
   }
@@ -242,7 +311,7 @@ template <int kD>
 // transpose kt [kD, 2L] (a score row is then a vector-matrix product over contiguous
 // keys), then per real query its score row in place in `probs`, the softmax, and the
 // weighted sum of values.
-template <int kD>
+template <class V, int kD>
 [[gnu::always_inline]] inline void forward_segment(const Views& a, std::int64_t s, float* kt) {
   static_assert(kD % kLanes == 0, "the vector kernel takes head sizes that are multiples of 16");
   const std::int64_t l = a.length;
@@ -264,10 +333,10 @@ template <int kD>
       std::fill(p + j1, p + width2, 0.0F);
       float* row = p + j0;
       std::copy_n(bias + (j0 - i + l - 1), width, row);  // offset j - i for key j0 + w
-      add_product<kD>(row, a.q + a.row(s * l + i, h), kt, width2, width);
-      softmax_row(row, width);
-      weighted_rows<kD>(a.out + a.row(s * l + i, h), row, a.v + a.row(first_node + j0, h), a.hidden,
-                        width);
+      add_product<V, kD>(row, a.q + a.row(s * l + i, h), kt, width2, width);
+      softmax_row<V>(row, width);
+      weighted_rows<V, kD>(a.out + a.row(s * l + i, h), row, a.v + a.row(first_node + j0, h),
+                           a.hidden, width);
     }
     for (std::int64_t i = own; i < l; ++i) {  // padding queries
       float* p = a.probs + ((s * a.heads + h) * l + i) * width2;
@@ -284,7 +353,7 @@ template <int kD>
 //   dq_i = sum_j dS_j k_j,   d bias[j - i + L - 1] += dS_j,
 // and for the keys of the segment itself (not the detached memory)
 //   dk_j += dS_j q_i,   dv_j += P_j dO.
-template <int kD>
+template <class V, int kD>
 [[gnu::always_inline]] inline void backward_segment(const Views& a, std::int64_t s, float* vt,
                                                     float* ds) {
   static_assert(kD % kLanes == 0, "the vector kernel takes head sizes that are multiples of 16");
@@ -307,11 +376,11 @@ template <int kD>
       const float* p = a.probs + ((s * a.heads + h) * l + i) * width2 + j0;
       const float* grad_out = a.grad + a.row(s * l + i, h);
       std::fill(ds, ds + width, 0.0F);
-      add_product<kD>(ds, grad_out, vt, width2, width);  // dP
-      F16 dot = {};
+      add_product<V, kD>(ds, grad_out, vt, width2, width);  // dP
+      V dot = {};
       for (std::int64_t w = 0; w < blocks; w += kLanes) {
-        F16 pw;
-        F16 dw;
+        V pw;
+        V dw;
         load(pw, p + w);
         load(dw, ds + w);
         dot += pw * dw;
@@ -320,9 +389,9 @@ template <int kD>
       for (std::int64_t w = blocks; w < width; ++w) c += p[w] * ds[w];
       float* gb = grad_bias + (j0 - i + l - 1);
       for (std::int64_t w = 0; w < blocks; w += kLanes) {
-        F16 pw;
-        F16 dw;
-        F16 bw;
+        V pw;
+        V dw;
+        V bw;
         load(pw, p + w);
         load(dw, ds + w);
         load(bw, gb + w);
@@ -334,10 +403,10 @@ template <int kD>
         ds[w] = p[w] * (ds[w] - c);
         gb[w] += ds[w];
       }
-      weighted_rows<kD>(a.grad_q + a.row(s * l + i, h), ds, a.k + a.row(first_node + j0, h),
-                        a.hidden, width);
-      F16 query[kVectors];
-      F16 grad[kVectors];
+      weighted_rows<V, kD>(a.grad_q + a.row(s * l + i, h), ds, a.k + a.row(first_node + j0, h),
+                           a.hidden, width);
+      V query[kVectors];
+      V grad[kVectors];
       for (int c2 = 0; c2 < kVectors; ++c2) {
         load(query[c2], a.q + a.row(s * l + i, h) + c2 * kLanes);
         load(grad[c2], grad_out + c2 * kLanes);
@@ -348,7 +417,7 @@ template <int kD>
         float* grad_k = a.grad_k + a.row(first_node + j0 + w, h);
         float* grad_v = a.grad_v + a.row(first_node + j0 + w, h);
         for (int c2 = 0; c2 < kVectors; ++c2) {
-          F16 x;
+          V x;
           load(x, grad_k + c2 * kLanes);
           store(grad_k + c2 * kLanes, x + dsw * query[c2]);
           load(x, grad_v + c2 * kLanes);
@@ -366,31 +435,32 @@ bool kernel_serves(std::int64_t head_size) {
 
 // Segments [begin, end) forward or backward: the body, compiled below once per instruction
 // set.
-template <int kD>
+template <class V, int kD>
 [[gnu::always_inline]] inline void run_segments(const Views& a, std::int64_t begin,
                                                 std::int64_t end, bool backward) {
   std::vector<float> transposed(static_cast<std::size_t>(kD * 2 * a.length));
   std::vector<float> ds(static_cast<std::size_t>(2 * a.length));
   for (std::int64_t s = begin; s < end; ++s) {
     if (backward) {
-      backward_segment<kD>(a, s, transposed.data(), ds.data());
+      backward_segment<V, kD>(a, s, transposed.data(), ds.data());
     } else {
-      forward_segment<kD>(a, s, transposed.data());
+      forward_segment<V, kD>(a, s, transposed.data());
     }
   }
 }
 
+template <class V>
 [[gnu::always_inline]] inline void run_segments(const Views& a, std::int64_t begin,
                                                 std::int64_t end, bool backward) {
   switch (a.head_size) {
     case 16:
-      return run_segments<16>(a, begin, end, backward);
+      return run_segments<V, 16>(a, begin, end, backward);
     case 32:
-      return run_segments<32>(a, begin, end, backward);
+      return run_segments<V, 32>(a, begin, end, backward);
     case 64:
-      return run_segments<64>(a, begin, end, backward);
+      return run_segments<V, 64>(a, begin, end, backward);
     default:
-      return run_segments<128>(a, begin, end, backward);
+      return run_segments<V, 128>(a, begin, end, backward);
   }
 }
 
@@ -400,14 +470,16 @@ template <int kD>
 // widest this CPU runs unless GOPT_CPU_KERNEL or a test forces another.
 using SegmentsKernel = void (*)(const Views&, std::int64_t, std::int64_t, bool);
 
-#define GOPT_SEGMENTS_KERNEL(name, attributes)                                                \
+using Sse = Split<F4, 4>;
+using Avx2 = Split<F8, 2>;
+#define GOPT_SEGMENTS_KERNEL(name, vector, attributes)                                        \
   attributes void name(const Views& a, std::int64_t begin, std::int64_t end, bool backward) { \
-    run_segments(a, begin, end, backward);                                                    \
+    run_segments<vector>(a, begin, end, backward);                                            \
   }
-GOPT_SEGMENTS_KERNEL(segments_baseline, )
+GOPT_SEGMENTS_KERNEL(segments_baseline, Sse, )
 #if defined(__x86_64__) && defined(__GNUC__)
-GOPT_SEGMENTS_KERNEL(segments_avx2, __attribute__((target("avx2,fma"))))
-GOPT_SEGMENTS_KERNEL(segments_avx512, __attribute__((target("avx512f,avx512vl,avx2,fma"))))
+GOPT_SEGMENTS_KERNEL(segments_avx2, Avx2, __attribute__((target("avx2,fma"))))
+GOPT_SEGMENTS_KERNEL(segments_avx512, F16, __attribute__((target("avx512f,avx512vl,avx2,fma"))))
 #endif
 #undef GOPT_SEGMENTS_KERNEL
 
