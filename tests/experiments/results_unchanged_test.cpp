@@ -1,10 +1,12 @@
-// The runner's results are pinned: the shipped table2_generalization_small.yaml and a
-// small generalization config (pretraining with a validation graph, fine-tuning and
+// The runner's results are pinned: every shipped small config (experiments/configs/*_small.yaml)
+// and a small generalization config (pretraining with a validation graph, fine-tuning and
 // zero-shot on a held-out graph, baselines, HDP, the search reference; two seeds) give
-// exactly the digests in tests/data/plan, which the runner wrote before it became a
-// planner and an executor. The run forces the baseline CPU
-// code path (tests/support/run_on_cpu_path.sh), so the learned agents' numbers do not
-// depend on the machine's vector units.
+// exactly the digests in tests/data/plan. unchanged.yaml's and table2_generalization_small's
+// were written before the runner became a planner and an executor, the other small
+// configs' before the runner, the results file and the tables were split into units
+// (issue #29). The run forces the baseline CPU code path (tests/support/run_on_cpu_path.sh),
+// so the learned agents' numbers do not depend on the machine's vector units. Each shipped
+// small config's run is also checked for what it says and what `gopt table` prints of it.
 //
 // To write the digests again after a change that is meant to alter results:
 //   GOPT_WRITE_DIGEST=1 build/bin/experiments_run_tests --gtest_filter='ResultsUnchangedTest.*'
@@ -68,17 +70,19 @@ std::string digest(ResultsFile file) {
   return out.str();
 }
 
-// Runs `config` on the baseline CPU code path and compares its digest with `digest_file`
-// (under tests/data/plan), or writes it there when GOPT_WRITE_DIGEST is set.
-void expect_pinned_results(const std::string& config, const std::string& digest_file) {
-  const auto dir =
-      gopt::testing::make_temp_dir(std::string("gopt_results_unchanged_") +
-                                   ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  const auto out = (fs::path(dir) / "unchanged.h5").string();
-  const auto r = gopt::testing::run_command(
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+// Runs `config` on the baseline CPU code path into `out` (in `run`), and compares the digest
+// of its results with `digest_file` (under tests/data/plan), or writes it there when
+// GOPT_WRITE_DIGEST is set.
+void expect_pinned_results(const std::string& config, const std::string& digest_file,
+                           const std::string& out, gopt::testing::CommandResult& run) {
+  run = gopt::testing::run_command(
       "GOPT_CPU_KERNEL=baseline ATEN_CPU_CAPABILITY=default OPENBLAS_CORETYPE=Prescott " + kGopt +
       " run " + config + " --jobs 2 --out " + out);
-  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(run.exit_code, 0) << run.err;
   const std::string got = digest(read_results_file(out));
   const std::string path = kData + "/plan/" + digest_file;
   if (std::getenv("GOPT_WRITE_DIGEST") != nullptr) {
@@ -88,13 +92,100 @@ void expect_pinned_results(const std::string& config, const std::string& digest_
   EXPECT_EQ(got, gopt::testing::read_text(path));
 }
 
+std::string test_dir() {
+  return gopt::testing::make_temp_dir(
+      std::string("gopt_results_unchanged_") +
+      ::testing::UnitTest::GetInstance()->current_test_info()->name());
+}
+
+// A shipped small config, experiments/configs/NAME.yaml: its results match
+// NAME_digest.txt, its run says `said` (a job, a phase) and `gopt table` prints `table`.
+// Leaves the run and the results file's folder in `run` and `dir`.
+void expect_shipped_small(const std::string& name, const std::string& said,
+                          const std::string& table, gopt::testing::CommandResult& run,
+                          fs::path& dir) {
+  dir = test_dir();
+  const auto out = (dir / (name + ".h5")).string();
+  ASSERT_NO_FATAL_FAILURE(expect_pinned_results(kSource + "/experiments/configs/" + name + ".yaml",
+                                                name + "_digest.txt", out, run));
+  EXPECT_TRUE(contains(run.err, said)) << run.err;
+  const auto printed = gopt::testing::run_command(kGopt + " table " + out);
+  ASSERT_EQ(printed.exit_code, 0) << printed.err;
+  EXPECT_TRUE(contains(printed.out, table)) << printed.out;
+  if (name == "validation_small") return;
+  // Issue #26: the search reference, the best baseline, bounds and convergence.
+  for (const char* column :
+       {"search (ms)", "best baseline (ms)", "lower bounds and optimality gaps", "best / bound",
+        "samples to best baseline + 5%", "Summary: "}) {
+    EXPECT_TRUE(contains(printed.out, column)) << column << "\n" << printed.out;
+  }
+}
+
+// A small config added to experiments/configs is pinned too: a digest for each.
+TEST(ResultsUnchangedTest, EveryShippedSmallConfigHasPinnedResults) {
+  int n = 0;
+  for (const auto& entry : fs::directory_iterator(kSource + "/experiments/configs")) {
+    const std::string stem = entry.path().stem().string();
+    if (entry.path().extension() != ".yaml" || stem.size() < 6 ||
+        stem.compare(stem.size() - 6, 6, "_small") != 0) {
+      continue;
+    }
+    EXPECT_TRUE(fs::exists(kData + "/plan/" + stem + "_digest.txt"))
+        << stem << ".yaml has no pinned digest: add a ResultsUnchangedTest case for it";
+    ++n;
+  }
+  EXPECT_GE(n, 4);
+}
+
 TEST(ResultsUnchangedTest, ASmallGeneralizationConfigGivesThePinnedResults) {
-  expect_pinned_results(kData + "/plan/unchanged.yaml", "unchanged_digest.txt");
+  gopt::testing::CommandResult run;
+  const auto out = (fs::path(test_dir()) / "unchanged.h5").string();
+  expect_pinned_results(kData + "/plan/unchanged.yaml", "unchanged_digest.txt", out, run);
+}
+
+TEST(ResultsUnchangedTest, TheShippedTable1SmallConfigGivesThePinnedResults) {
+  gopt::testing::CommandResult run;
+  fs::path dir;
+  expect_shipped_small("table1_placement_small", "transformer_xl_2 / go_one / seed 1",
+                       "go_one (ms)", run, dir);
 }
 
 TEST(ResultsUnchangedTest, TheShippedTable2SmallConfigGivesThePinnedResults) {
-  expect_pinned_results(kSource + "/experiments/configs/table2_generalization_small.yaml",
-                        "table2_generalization_small_digest.txt");
+  gopt::testing::CommandResult run;
+  fs::path dir;
+  ASSERT_NO_FATAL_FAILURE(
+      expect_shipped_small("table2_generalization_small", "pretraining go_pretrain (seed 1)",
+                           "## Generalization: step time on held-out graphs", run, dir));
+  // The checkpoint lands beside the results file; fine-tuning and zero-shot rows exist for
+  // the held-out graph only, pretraining rows for the training graph only.
+  EXPECT_TRUE(fs::exists(dir / "table2_generalization_small.go_pretrain.seed1.ckpt"));
+  EXPECT_TRUE(contains(run.err, "wavenet_2 / go_finetune / seed 1")) << run.err;
+  EXPECT_TRUE(contains(run.err, "wavenet_2 / go_zero_shot / seed 1")) << run.err;
+  EXPECT_FALSE(contains(run.err, "transformer_xl_2 / go_finetune")) << run.err;
+  EXPECT_FALSE(contains(run.err, "wavenet_2 / go_pretrain")) << run.err;
+  // The validation graph picks the checkpoint and has no rows.
+  EXPECT_TRUE(
+      contains(run.err, "go_pretrain (seed 1): the checkpoint holds the policy after update "))
+      << run.err;
+  EXPECT_FALSE(contains(run.err, "transformer_xl_3 / ")) << run.err;
+}
+
+TEST(ResultsUnchangedTest, TheShippedTable3SmallConfigGivesThePinnedResults) {
+  gopt::testing::CommandResult run;
+  fs::path dir;
+  ASSERT_NO_FATAL_FAILURE(expect_shipped_small("table3_multitask_small",
+                                               "wavenet_2 / go_multitask / seed 1",
+                                               "go_multitask vs best single task", run, dir));
+  const auto printed =
+      gopt::testing::run_command(kGopt + " table " + (dir / "table3_multitask_small.h5").string());
+  EXPECT_TRUE(contains(printed.out, "go_multitask vs best baseline")) << printed.out;
+}
+
+TEST(ResultsUnchangedTest, TheShippedValidationSmallConfigGivesThePinnedResults) {
+  gopt::testing::CommandResult run;
+  fs::path dir;
+  expect_shipped_small("validation_small", "mlp_tiny / random / seed 2", "## Simulator validation",
+                       run, dir);
 }
 
 }  // namespace

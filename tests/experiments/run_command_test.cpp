@@ -657,57 +657,8 @@ TEST(ShippedConfigsTest, EveryConfigLoads) {
   EXPECT_GE(n, 9);
 }
 
-TEST(ShippedConfigsTest, SmallVariantsRunAndPrintTheirTables) {
-  auto dir = temp_dir();
-  struct Case {
-    std::string config;
-    std::string said;   // what the run must say (a job, a phase)
-    std::string table;  // what `gopt table` must print
-  };
-  for (const Case& c :
-       {Case{"table1_placement_small", "transformer_xl_2 / go_one / seed 1", "go_one (ms)"},
-        Case{"table2_generalization_small", "pretraining go_pretrain (seed 1)",
-             "## Generalization: step time on held-out graphs"},
-        Case{"table3_multitask_small", "wavenet_2 / go_multitask / seed 1",
-             "go_multitask vs best single task"},
-        Case{"validation_small", "mlp_tiny / random / seed 2", "## Simulator validation"}}) {
-    SCOPED_TRACE(c.config);
-    auto out = (dir / (c.config + ".h5")).string();
-    auto run = run_command(kGopt + " run " + kSource + "/experiments/configs/" + c.config +
-                           ".yaml --out " + out);
-    ASSERT_EQ(run.exit_code, 0) << run.err;
-    EXPECT_TRUE(contains(run.err, c.said)) << run.err;
-    auto table = run_command(kGopt + " table " + out);
-    ASSERT_EQ(table.exit_code, 0) << table.err;
-    EXPECT_TRUE(contains(table.out, c.table)) << table.out;
-    if (c.config != "validation_small") {
-      // Issue #26: the search reference, the best baseline, bounds and convergence.
-      for (const char* column :
-           {"search (ms)", "best baseline (ms)", "lower bounds and optimality gaps", "best / bound",
-            "samples to best baseline + 5%", "Summary: "}) {
-        EXPECT_TRUE(contains(table.out, column)) << column << "\n" << table.out;
-      }
-    }
-    if (c.config == "table3_multitask_small") {
-      EXPECT_TRUE(contains(table.out, "go_multitask vs best baseline")) << table.out;
-    }
-    if (c.config == "table2_generalization_small") {
-      // The checkpoint lands beside the results file; fine-tuning and zero-shot rows exist
-      // for the held-out graph only, pretraining rows for the training graph only.
-      EXPECT_TRUE(std::filesystem::exists(dir / (c.config + ".go_pretrain.seed1.ckpt")));
-      EXPECT_TRUE(contains(run.err, "wavenet_2 / go_finetune / seed 1")) << run.err;
-      EXPECT_TRUE(contains(run.err, "wavenet_2 / go_zero_shot / seed 1")) << run.err;
-      EXPECT_FALSE(contains(run.err, "transformer_xl_2 / go_finetune")) << run.err;
-      EXPECT_FALSE(contains(run.err, "wavenet_2 / go_pretrain")) << run.err;
-      // The validation graph picks the checkpoint and has no rows.
-      EXPECT_TRUE(contains(run.err,
-                           "go_pretrain (seed 1): the checkpoint holds the policy after "
-                           "update "))
-          << run.err;
-      EXPECT_FALSE(contains(run.err, "transformer_xl_3 / ")) << run.err;
-    }
-  }
-}
+// The small variants' runs and tables: ResultsUnchangedTest (results_unchanged_test.cpp),
+// which pins their results too.
 
 TEST(TableCommandTest, PrintsTheFixtureTables) {
   const std::string fixture = kData + "/results/fixture.h5";
