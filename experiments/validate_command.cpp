@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -31,6 +32,7 @@
 #include "experiments/cli.h"
 #include "experiments/hdf5_sink.h"
 #include "experiments/machine_info.h"
+#include "experiments/validate_report.h"
 #include "hardware/backend/backend.h"
 #include "hardware/cost_model.h"
 #include "hardware/profile.h"
@@ -40,6 +42,13 @@
 
 namespace gopt::experiments {
 namespace {
+
+using validate::Case;
+using validate::GraphSpec;
+using validate::median;
+using validate::Summary;
+using validate::ValidateArgs;
+using validate::Validation;
 
 /// Graphs validated when --graphs is not given: suite graphs of every family at reduced
 /// batch, width and sequence length, so that one step takes milliseconds on one CPU core.
@@ -63,29 +72,6 @@ const std::vector<std::string>& decision_agents() {
                                                   "human_expert", "random"};
   return agents;
 }
-
-struct ValidateArgs {
-  std::string profile;
-  std::string backend = "cpu";
-  std::vector<std::string> graphs;
-  int decisions = 5;
-  int rounds = 3;
-  int warmup = 2;
-  int steps = 5;
-  std::string op_times = "calibrated";
-  int profile_steps = 10;
-  std::uint64_t seed = 1;
-  std::string out;
-  std::string ops_csv;
-  bool overwrite = false;
-  bool json = false;
-};
-
-struct GraphSpec {
-  std::string label;  ///< "rnnlm_2[batch=8]", "model[batch=4]" for model.onnx
-  std::string graph;  ///< suite name or path
-  datasets::LoadOptions load;
-};
 
 // "name" or "name:key=value,key=value"; for .onnx files the keys batch and training.
 GraphSpec parse_graph_spec(const std::string& spec) {
@@ -131,19 +117,6 @@ GraphSpec parse_graph_spec(const std::string& spec) {
   return g;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  std::size_t n = v.size();
-  if (n == 0) return 0;
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-std::string pct(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%+.1f%%", v);
-  return buf;
-}
-
 /// Whether every op of `decision` runs on one device. Under profiled op times such a case is
 /// in sample: the profiling run measured its op times on that device (type) with the same
 /// neighbours, so its simulated time all but restates the profile's sum.
@@ -153,20 +126,139 @@ bool on_one_device(const core::Decision& decision) {
   return std::all_of(p.begin(), p.end(), [&](core::DeviceId d) { return d == p.front(); });
 }
 
-struct Case {
-  hardware::ValidationCase c;
-  bool in_sample = false;  ///< profiled op times measured under this placement
-  core::Decision decision;
-  std::string agent_type;
-  std::uint64_t seed = 0;
-  simulator::SimulationResult sim;
-  std::vector<double> step_times_s;
-  std::vector<double> cpu_shares;
-  double spread = 0;
-  std::int32_t proxy_ops = 0;
-  std::int64_t num_nodes = 0;
-  std::string graph;
-};
+// The cases of one graph: baselines in order, then random ones with successive seeds.
+// Agents see the profile's cost model in both modes, so that both validate the same
+// decisions.
+std::vector<Case> decision_cases(const Validation& v, const GraphSpec& spec,
+                                 const core::CompiledGraph& cg) {
+  const ValidateArgs& args = v.args;
+  std::vector<Case> graph_cases;
+  std::uint64_t random_seed = args.seed;
+  for (std::size_t i = 0; static_cast<int>(graph_cases.size()) < args.decisions; ++i) {
+    std::string agent = i < decision_agents().size() ? decision_agents()[i] : "random";
+    if (i >= decision_agents().size() + 16) break;
+    std::uint64_t seed = agent == "random" ? random_seed++ : args.seed;
+    agents::Problem problem{cg, v.cluster, *v.cost, seed};
+    core::Decision d;
+    try {
+      d = v.registry.create(agent, {}, "decision agent")->propose(problem);
+    } catch (const core::Error& e) {
+      v.ctx.err << "gopt validate: " << spec.label << ": skipping " << agent << " (" << e.what()
+                << ")\n";
+      continue;
+    }
+    d.fusion.reset();  // the backends run ops unfused; compare like with like
+    Case c;
+    c.c.graph = spec.label;
+    c.c.decision = agent == "random" ? "random_" + std::to_string(seed) : agent;
+    c.agent_type = agent;
+    c.seed = seed;
+    c.decision = std::move(d);
+    c.in_sample = v.profiled && on_one_device(c.decision);
+    c.num_nodes = cg.num_nodes();
+    c.graph = spec.graph;
+    graph_cases.push_back(std::move(c));
+  }
+  return graph_cases;
+}
+
+// Profiled op times: one run of the graph with every op on device 0 (the single-device
+// decision), separate from the cases' measurements; each op's median kernel time.
+std::unique_ptr<hardware::ProfiledCostModel> profile_op_times(const Validation& v,
+                                                              const GraphSpec& spec,
+                                                              const core::Graph& graph) {
+  v.ctx.err << "gopt validate: " << spec.label << " / profiling op times (every op on device 0, "
+            << v.args.profile_steps << " timed steps)\n";
+  auto r = v.backend->execute(
+      graph, core::Decision{},
+      hardware::backend::ExecutionOptions().warmup(v.args.warmup).timed(v.args.profile_steps));
+  if (r.cpu_share < 0.8) {
+    v.ctx.err << "gopt validate: warning: " << spec.label << ": the profiling run had its CPU "
+              << static_cast<int>(100 * r.cpu_share)
+              << "% of a step; other processes inflate its op times\n";
+  }
+  return std::make_unique<hardware::ProfiledCostModel>(*v.cost, std::move(r.op_time_s),
+                                                       /*measured_device=*/0);
+}
+
+// --ops-csv: a row per op of case `c`'s first measurement `r`: its measured time and the
+// simulator's.
+void append_op_rows(Validation& v, const GraphSpec& spec, const core::CompiledGraph& cg,
+                    const simulator::Simulator& sim, const Case& c,
+                    const hardware::backend::ExecutionResult& r) {
+  for (core::NodeId node = 0; node < cg.num_nodes(); ++node) {
+    auto i = static_cast<std::size_t>(node);
+    core::DeviceId dev = c.decision.device_of(node);
+    char row[160];
+    std::snprintf(row, sizeof row, ",%d,%.6g,%lld,%.6g,%.6g\n", dev, cg.flops()[i],
+                  static_cast<long long>(cg.bytes_read()[i] + cg.bytes_written()[i]),
+                  r.op_time_s[i], sim.op_time(node, dev));
+    v.ops_csv += "\"" + spec.label + "\"," + c.c.decision + "," + cg.node_names()[i] + "," +
+                 cg.op_types()[i] + "," + std::string(core::to_string(cg.kind()[i])) + row;
+  }
+}
+
+// Measures the cases in interleaved rounds, so that slow drifts of a shared machine's load
+// spread over every decision instead of biasing one.
+void measure_cases(Validation& v, const GraphSpec& spec, const core::Graph& graph,
+                   const core::CompiledGraph& cg, const simulator::Simulator& sim,
+                   std::vector<Case>& graph_cases) {
+  const ValidateArgs& args = v.args;
+  for (int round = 0; round < args.rounds; ++round) {
+    for (auto& c : graph_cases) {
+      v.ctx.err << "gopt validate: " << spec.label << " / " << c.c.decision << " (round "
+                << round + 1 << "/" << args.rounds << ")\n";
+      auto r = v.backend->execute(
+          graph, c.decision,
+          hardware::backend::ExecutionOptions().warmup(args.warmup).timed(args.steps));
+      c.step_times_s.insert(c.step_times_s.end(), r.step_times_s.begin(), r.step_times_s.end());
+      c.cpu_shares.push_back(r.cpu_share);
+      c.proxy_ops = r.num_proxy_ops;
+      if (!args.ops_csv.empty() && round == 0) append_op_rows(v, spec, cg, sim, c, r);
+      if (round == 0 && &c == &graph_cases.front()) {
+        v.proxy_total += r.num_proxy_ops;
+        for (const auto& [type, n] : r.proxy_ops) v.proxy_types[type] += n;
+      }
+    }
+  }
+}
+
+// The cases of one graph, simulated and measured.
+std::vector<Case> validate_graph(Validation& v, const GraphSpec& spec) {
+  core::Graph graph = datasets::load_graph(spec.graph, v.workloads, spec.load);
+  auto cg = core::CompiledGraph::compile(graph);
+  std::vector<Case> graph_cases = decision_cases(v, spec, cg);
+  std::unique_ptr<hardware::ProfiledCostModel> profile_model;
+  if (v.profiled) profile_model = profile_op_times(v, spec, graph);
+  const hardware::CostModel& sim_cost =
+      profile_model ? static_cast<const hardware::CostModel&>(*profile_model) : *v.cost;
+  simulator::Simulator sim(cg, v.cluster, sim_cost,
+                           simulator::SimulatorOptions().source("decision"));
+  for (auto& c : graph_cases) {
+    c.sim = sim.simulate(c.decision);
+    c.c.simulated_s = c.sim.step_time_s;
+  }
+  measure_cases(v, spec, graph, cg, sim, graph_cases);
+  for (auto& c : graph_cases) {
+    c.c.measured_s = median(c.step_times_s);
+    auto [lo, hi] = std::minmax_element(c.step_times_s.begin(), c.step_times_s.end());
+    c.spread = c.c.measured_s > 0 ? (*hi - *lo) / c.c.measured_s : 0;
+  }
+  return graph_cases;
+}
+
+Summary summarize(const std::vector<Case>& cases) {
+  Summary s;
+  std::vector<hardware::ValidationCase> plain;
+  for (const auto& c : cases) plain.push_back(c.c);
+  s.all = hardware::summarize_validation(plain);
+  std::vector<hardware::ValidationCase> out_of_sample_cases;
+  for (const auto& c : cases) {
+    if (!c.in_sample) out_of_sample_cases.push_back(c.c);
+  }
+  s.out_of_sample = hardware::summarize_validation(out_of_sample_cases);
+  return s;
+}
 
 int run_validate(const ValidateArgs& args, CliContext& ctx) {
   auto kind = hardware::backend::backend_kind_from_string(args.backend, "--backend");
@@ -174,290 +266,39 @@ int run_validate(const ValidateArgs& args, CliContext& ctx) {
     throw core::InputError("--op-times", "",
                            "expected one of calibrated, profiled, found '" + args.op_times + "'");
   }
-  const bool profiled = args.op_times == "profiled";
-  auto cluster = hardware::load_profile(args.profile);
-  auto cost_model = hardware::make_cost_model(cluster);
-  const hardware::CostModel& cost = *cost_model;
-  auto backend = hardware::backend::make_backend(kind, cluster.num_devices());
-  datasets::WorkloadRegistry workloads;
-  datasets::register_builtin_workloads(workloads);
-  agents::AgentRegistry registry;
-  agents::register_builtin_agents(registry);
+  Validation v(args, ctx, hardware::load_profile(args.profile));
+  v.cost = hardware::make_cost_model(v.cluster);
+  v.backend = hardware::backend::make_backend(kind, v.cluster.num_devices());
+  datasets::register_builtin_workloads(v.workloads);
+  agents::register_builtin_agents(v.registry);
 
   std::vector<GraphSpec> specs;
   for (const auto& s : args.graphs.empty() ? default_graphs() : args.graphs) {
     specs.push_back(parse_graph_spec(s));
   }
   std::vector<Case> cases;
-  std::string ops_csv = "graph,decision,op,op_type,kind,device,flops,bytes,measured_s,model_s\n";
-  std::int64_t proxy_total = 0;
-  std::map<std::string, std::int32_t> proxy_types;
   auto start = std::chrono::steady_clock::now();
   for (const auto& spec : specs) {
-    core::Graph graph = datasets::load_graph(spec.graph, workloads, spec.load);
-    auto cg = core::CompiledGraph::compile(graph);
-    // The decisions: baselines in order, then random ones with successive seeds. Agents see
-    // the profile's cost model in both modes, so that both validate the same decisions.
-    std::vector<Case> graph_cases;
-    std::uint64_t random_seed = args.seed;
-    for (std::size_t i = 0; static_cast<int>(graph_cases.size()) < args.decisions; ++i) {
-      std::string agent = i < decision_agents().size() ? decision_agents()[i] : "random";
-      if (i >= decision_agents().size() + 16) break;
-      std::uint64_t seed = agent == "random" ? random_seed++ : args.seed;
-      agents::Problem problem{cg, cluster, cost, seed};
-      core::Decision d;
-      try {
-        d = registry.create(agent, {}, "decision agent")->propose(problem);
-      } catch (const core::Error& e) {
-        ctx.err << "gopt validate: " << spec.label << ": skipping " << agent << " (" << e.what()
-                << ")\n";
-        continue;
-      }
-      d.fusion.reset();  // the backends run ops unfused; compare like with like
-      Case c;
-      c.c.graph = spec.label;
-      c.c.decision = agent == "random" ? "random_" + std::to_string(seed) : agent;
-      c.agent_type = agent;
-      c.seed = seed;
-      c.decision = std::move(d);
-      c.in_sample = profiled && on_one_device(c.decision);
-      c.num_nodes = cg.num_nodes();
-      c.graph = spec.graph;
-      graph_cases.push_back(std::move(c));
-    }
-    // Profiled op times: one run of the graph with every op on device 0 (the single-device
-    // decision), separate from the cases' measurements; each op's median kernel time.
-    std::unique_ptr<hardware::ProfiledCostModel> profile_model;
-    if (profiled) {
-      ctx.err << "gopt validate: " << spec.label << " / profiling op times (every op on device 0, "
-              << args.profile_steps << " timed steps)\n";
-      auto r = backend->execute(
-          graph, core::Decision{},
-          hardware::backend::ExecutionOptions().warmup(args.warmup).timed(args.profile_steps));
-      if (r.cpu_share < 0.8) {
-        ctx.err << "gopt validate: warning: " << spec.label << ": the profiling run had its CPU "
-                << static_cast<int>(100 * r.cpu_share)
-                << "% of a step; other processes inflate its op times\n";
-      }
-      profile_model = std::make_unique<hardware::ProfiledCostModel>(cost, std::move(r.op_time_s),
-                                                                    /*measured_device=*/0);
-    }
-    const hardware::CostModel& sim_cost =
-        profile_model ? static_cast<const hardware::CostModel&>(*profile_model) : cost;
-    simulator::Simulator sim(cg, cluster, sim_cost,
-                             simulator::SimulatorOptions().source("decision"));
-    for (auto& c : graph_cases) {
-      c.sim = sim.simulate(c.decision);
-      c.c.simulated_s = c.sim.step_time_s;
-    }
-    // Measure in interleaved rounds so that slow drifts of a shared machine's load spread
-    // over every decision instead of biasing one.
-    for (int round = 0; round < args.rounds; ++round) {
-      for (auto& c : graph_cases) {
-        ctx.err << "gopt validate: " << spec.label << " / " << c.c.decision << " (round "
-                << round + 1 << "/" << args.rounds << ")\n";
-        auto r = backend->execute(
-            graph, c.decision,
-            hardware::backend::ExecutionOptions().warmup(args.warmup).timed(args.steps));
-        c.step_times_s.insert(c.step_times_s.end(), r.step_times_s.begin(), r.step_times_s.end());
-        c.cpu_shares.push_back(r.cpu_share);
-        c.proxy_ops = r.num_proxy_ops;
-        if (!args.ops_csv.empty() && round == 0) {
-          for (core::NodeId v = 0; v < cg.num_nodes(); ++v) {
-            auto i = static_cast<std::size_t>(v);
-            core::DeviceId dev = c.decision.device_of(v);
-            char row[160];
-            std::snprintf(row, sizeof row, ",%d,%.6g,%lld,%.6g,%.6g\n", dev, cg.flops()[i],
-                          static_cast<long long>(cg.bytes_read()[i] + cg.bytes_written()[i]),
-                          r.op_time_s[i], sim.op_time(v, dev));
-            ops_csv += "\"" + spec.label + "\"," + c.c.decision + "," + cg.node_names()[i] + "," +
-                       cg.op_types()[i] + "," + std::string(core::to_string(cg.kind()[i])) + row;
-          }
-        }
-        if (round == 0 && &c == &graph_cases.front()) {
-          proxy_total += r.num_proxy_ops;
-          for (const auto& [type, n] : r.proxy_ops) proxy_types[type] += n;
-        }
-      }
-    }
-    for (auto& c : graph_cases) {
-      c.c.measured_s = median(c.step_times_s);
-      auto [lo, hi] = std::minmax_element(c.step_times_s.begin(), c.step_times_s.end());
-      c.spread = c.c.measured_s > 0 ? (*hi - *lo) / c.c.measured_s : 0;
-      cases.push_back(std::move(c));
-    }
+    for (auto& c : validate_graph(v, spec)) cases.push_back(std::move(c));
   }
-  if (!args.ops_csv.empty()) core::write_text_file_atomic(args.ops_csv, ops_csv);
-  std::vector<hardware::ValidationCase> plain;
-  for (const auto& c : cases) plain.push_back(c.c);
-  auto summary = hardware::summarize_validation(plain);
-  // Profiled op times were measured under the single-device placement: the statistics that
-  // say how well the simulator predicts what it was not given are over the other cases.
-  std::vector<hardware::ValidationCase> out_of_sample_cases;
-  for (const auto& c : cases) {
-    if (!c.in_sample) out_of_sample_cases.push_back(c.c);
-  }
-  auto out_of_sample = hardware::summarize_validation(out_of_sample_cases);
-  double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!args.ops_csv.empty()) core::write_text_file_atomic(args.ops_csv, v.ops_csv);
+  Summary summary = summarize(cases);
+  summary.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::vector<double> spreads;
   std::vector<double> shares;
   for (const auto& c : cases) {
     spreads.push_back(c.spread);
     shares.push_back(median(c.cpu_shares));
   }
-  double median_spread = median(spreads);
-  double median_share = median(shares);
+  summary.median_spread = median(spreads);
+  summary.median_share = median(shares);
 
-  if (!args.out.empty()) {
-    Hdf5Sink sink(args.out, Hdf5SinkOptions().mode(args.overwrite ? OpenMode::kOverwrite
-                                                                  : OpenMode::kCreate));
-    RunMetadata meta;
-    meta.experiment = "validate";
-    meta.table = "validation";
-    meta.config_source = "gopt validate --profile " + args.profile;
-    std::string yaml = "profile: " + args.profile + "\nbackend: " + args.backend +
-                       "\ndecisions: " + std::to_string(args.decisions) +
-                       "\nrounds: " + std::to_string(args.rounds) +
-                       "\nsteps: " + std::to_string(args.steps) + "\nop_times: " + args.op_times +
-                       (profiled ? "\nprofile_steps: " + std::to_string(args.profile_steps) : "") +
-                       "\ngraphs:\n";
-    for (const auto& s : specs) yaml += "  - \"" + s.label + "\"\n";
-    meta.config_yaml = yaml;
-    meta.provenance = process_provenance(yaml, ctx.command_line, "");
-    meta.start_time = utc_now();
-    sink.begin(meta);
-    std::int64_t order = 0;
-    for (const auto& c : cases) {
-      RunResult r;
-      r.key = ResultKey{c.c.graph, c.c.decision, c.seed};
-      r.order = order++;
-      r.agent_type = c.agent_type;
-      r.graph = c.graph;
-      r.hardware = cluster.name();
-      r.problem_seed = c.seed;
-      r.num_nodes = c.num_nodes;
-      r.num_devices = cluster.num_devices();
-      r.best_step_time_s = c.c.simulated_s;
-      r.oom = c.sim.oom;
-      r.oom_device = c.sim.oom_device;
-      r.lower_bound_critical_path_s = c.sim.lower_bound_critical_path_s;
-      r.lower_bound_work_s = c.sim.lower_bound_work_s;
-      r.bytes_moved = c.sim.bytes_moved;
-      r.samples = 1;
-      r.decision = c.decision;
-      for (const auto& d : c.sim.devices) {
-        r.device_busy_s.push_back(d.busy_s);
-        r.device_peak_memory_bytes.push_back(d.peak_memory_bytes);
-      }
-      r.measured_step_time_s = c.c.measured_s;
-      r.measured_backend = backend->describe();
-      r.measured_spread = c.spread;
-      r.op_times = args.op_times;
-      r.op_times_in_sample = c.in_sample;
-      r.provenance = meta.provenance;
-      sink.write(r);
-    }
-  }
-
+  if (!args.out.empty()) write_results(v, specs, cases);
   if (args.json) {
-    nlohmann::json j;
-    j["mape"] = summary.mape;
-    j["max_abs_pct_error"] = summary.max_abs_pct_error;
-    j["worst_case"] = summary.worst_case;
-    j["mean_pct_error"] = summary.mean_pct_error;
-    j["kendall_tau"] = summary.kendall_tau;
-    j["mean_graph_kendall_tau"] = summary.mean_graph_kendall_tau;
-    j["cases"] = summary.cases;
-    j["graphs"] = summary.graphs;
-    j["median_spread"] = median_spread;
-    j["median_cpu_share"] = median_share;
-    j["proxy_ops"] = proxy_total;
-    j["profile"] = args.profile;
-    j["backend"] = backend->describe();
-    j["wall_s"] = wall_s;
-    j["op_times"] = args.op_times;
-    if (profiled) {
-      j["profile_steps"] = args.profile_steps;
-      j["cases_out_of_sample"] = out_of_sample.cases;
-      if (out_of_sample.cases > 0) {
-        j["mape_out_of_sample"] = out_of_sample.mape;
-        j["max_abs_pct_error_out_of_sample"] = out_of_sample.max_abs_pct_error;
-        j["mean_pct_error_out_of_sample"] = out_of_sample.mean_pct_error;
-        j["kendall_tau_out_of_sample"] = out_of_sample.kendall_tau;
-        j["mean_graph_kendall_tau_out_of_sample"] = out_of_sample.mean_graph_kendall_tau;
-      } else {  // every decision ran on one device: nothing out of sample
-        for (const char* key : {"mape_out_of_sample", "max_abs_pct_error_out_of_sample",
-                                "mean_pct_error_out_of_sample", "kendall_tau_out_of_sample",
-                                "mean_graph_kendall_tau_out_of_sample"}) {
-          j[key] = nullptr;
-        }
-      }
-    }
-    for (const auto& c : cases) {
-      nlohmann::json row = {{"graph", c.c.graph},
-                            {"decision", c.c.decision},
-                            {"measured_s", c.c.measured_s},
-                            {"simulated_s", c.c.simulated_s},
-                            {"pct_error", c.c.pct_error()},
-                            {"spread", c.spread},
-                            {"cpu_share", median(c.cpu_shares)}};
-      if (profiled) row["in_sample"] = c.in_sample;
-      j["per_case"].push_back(std::move(row));
-    }
-    ctx.out << j.dump() << "\n";
-    return kExitOk;
-  }
-  auto& out = ctx.out;
-  out << "backend: " << backend->describe() << "; profile: " << args.profile << " ("
-      << cluster.name() << ")\n";
-  if (profiled) {
-    out << "op times: profiled (each graph's ops measured on device 0, median of "
-        << args.profile_steps << " steps; * = in sample: every op on one device)\n\n";
+    print_json(v, cases, summary);
   } else {
-    out << "op times: calibrated (the profile's cost model)\n\n";
+    print_report(v, cases, summary);
   }
-  char line[512];
-  std::snprintf(line, sizeof line, "%-40s %-16s %12s %12s %8s %7s %5s\n", "graph", "decision",
-                "measured", "simulated", "error", "noise", "cpu");
-  out << line;
-  for (const auto& c : cases) {
-    std::string g = c.c.graph.size() > 40 ? c.c.graph.substr(0, 37) + "..." : c.c.graph;
-    std::string decision = c.c.decision + (c.in_sample ? " *" : "");
-    std::snprintf(line, sizeof line, "%-40s %-16s %12s %12s %8s %6.1f%% %4.0f%%\n", g.c_str(),
-                  decision.c_str(), core::format_seconds(c.c.measured_s).c_str(),
-                  core::format_seconds(c.c.simulated_s).c_str(), pct(c.c.pct_error()).c_str(),
-                  100 * c.spread, 100 * median(c.cpu_shares));
-    out << line;
-  }
-  std::snprintf(line, sizeof line,
-                "\ncases %d over %d graphs: MAPE %.1f%%, max |error| %.1f%% (%s), mean error "
-                "%+.1f%%\nKendall tau %.3f over all cases, %.3f mean within a graph\n",
-                summary.cases, summary.graphs, summary.mape, summary.max_abs_pct_error,
-                summary.worst_case.c_str(), summary.mean_pct_error, summary.kendall_tau,
-                summary.mean_graph_kendall_tau);
-  out << line;
-  if (profiled && out_of_sample.cases > 0) {
-    std::snprintf(line, sizeof line,
-                  "out of sample (%d cases not on one device): MAPE %.1f%%, max |error| %.1f%% "
-                  "(%s), mean error %+.1f%%; Kendall tau %.3f, %.3f mean within a graph\n",
-                  out_of_sample.cases, out_of_sample.mape, out_of_sample.max_abs_pct_error,
-                  out_of_sample.worst_case.c_str(), out_of_sample.mean_pct_error,
-                  out_of_sample.kendall_tau, out_of_sample.mean_graph_kendall_tau);
-    out << line;
-  } else if (profiled) {
-    out << "out of sample: no case (every decision ran on one device)\n";
-  }
-  std::snprintf(line, sizeof line,
-                "noise: median (max - min) / median of a case's measured steps %.1f%%; the "
-                "busiest worker had its CPU %.0f%% of a step (median; 100%% on an idle machine)\n",
-                100 * median_spread, 100 * median_share);
-  out << line;
-  if (proxy_total > 0) {
-    out << "proxy kernels (same FLOPs and bytes, another kernel): " << proxy_total << " ops:";
-    for (const auto& [type, n] : proxy_types) out << " " << type << " " << n;
-    out << "\n";
-  }
-  if (!args.out.empty()) out << "results: " << args.out << " (gopt table " << args.out << ")\n";
   return kExitOk;
 }
 
