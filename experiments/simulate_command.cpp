@@ -104,20 +104,14 @@ std::string pad(std::string s, std::size_t width) {
   return s;
 }
 
-int run_simulate(SimulateArgs args, CliContext& ctx) {
-  datasets::WorkloadRegistry workloads;
-  datasets::register_builtin_workloads(workloads);
-  datasets::LoadOptions load;
-  for (const auto& o : args.overrides) datasets::parse_override(o, load.overrides);
-  load.onnx_batch = args.batch;
-  load.onnx_training = args.training;
-  auto graph = core::CompiledGraph::compile(datasets::load_graph(args.graph, workloads, load));
-  auto cluster = hardware::load_profile(args.hardware);
-  auto cost_model = hardware::make_cost_model(cluster);  // calibrated when the profile is measured
-  const hardware::CostModel& cost = *cost_model;
-
+// The decision to simulate: the agent's (trained first when it learns), single,
+// round_robin or a decision file. `source` names it in simulator errors; for an agent,
+// args.placement becomes "agent:NAME" (what the output calls the placement).
+core::Decision choose_decision(SimulateArgs& args, const core::CompiledGraph& graph,
+                               const hardware::Cluster& cluster, const hardware::CostModel& cost,
+                               CliContext& ctx, std::string& source) {
   core::Decision decision;
-  std::string decision_source = "--placement";
+  source = "--placement";
   if (!args.agent.empty()) {
     agents::AgentRegistry registry;
     agents::register_builtin_agents(registry);
@@ -130,7 +124,7 @@ int run_simulate(SimulateArgs args, CliContext& ctx) {
       agent->train(env, agents::TrainBudget().with_steps(args.steps), &progress);
     }
     decision = agent->propose(problem);
-    decision_source = "agent " + args.agent;
+    source = "agent " + args.agent;
     args.placement = "agent:" + args.agent;
   } else if (args.placement == "single") {
     // Every op on device 0 (the default of an absent placement).
@@ -138,60 +132,59 @@ int run_simulate(SimulateArgs args, CliContext& ctx) {
     decision.placement = simulator::round_robin_placement(graph, cluster.num_devices());
   } else {
     decision = simulator::read_decision_file(args.placement, graph, cluster);
-    decision_source = args.placement;
+    source = args.placement;
   }
+  return decision;
+}
 
-  simulator::Simulator sim(graph, cluster, cost,
-                           simulator::SimulatorOptions().source(decision_source));
-  simulator::ChromeTraceWriter trace;
-  const auto& r = sim.simulate(decision, args.trace.empty() ? nullptr : &trace);
-  if (!args.trace.empty()) trace.write(args.trace);
-  if (!args.save_decision.empty()) {
-    core::write_text_file_atomic(args.save_decision, simulator::to_decision_json(decision, graph));
-  }
-
+// --json: the result as one JSON object, devices and links included.
+void print_json(const SimulateArgs& args, const core::CompiledGraph& graph,
+                const hardware::Cluster& cluster, const simulator::SimulationResult& r,
+                std::ostream& out) {
   const auto D = static_cast<std::size_t>(cluster.num_devices());
-  if (args.json) {
-    nlohmann::ordered_json j;
-    j["graph"] = graph.name();
-    j["hardware"] = cluster.name();
-    j["placement"] = args.placement;
-    j["step_time_s"] = r.step_time_s;
-    j["oom"] = r.oom;
-    j["oom_device"] = r.oom ? nlohmann::ordered_json(cluster.device(r.oom_device).name)
-                            : nlohmann::ordered_json(nullptr);
-    j["lower_bound_critical_path_s"] = r.lower_bound_critical_path_s;
-    j["lower_bound_work_s"] = r.lower_bound_work_s;
-    j["bytes_moved"] = r.bytes_moved;
-    j["num_transfers"] = r.num_transfers;
-    j["num_kernels"] = r.num_kernels;
-    j["devices"] = nlohmann::ordered_json::array();
-    for (std::size_t d = 0; d < D; ++d) {
-      const auto& dev = r.devices[d];
-      const auto& spec = cluster.device(static_cast<core::DeviceId>(d));
-      j["devices"].push_back({{"name", spec.name},
-                              {"busy_s", dev.busy_s},
-                              {"utilisation", r.step_time_s > 0 ? dev.busy_s / r.step_time_s : 0},
-                              {"kernels", dev.num_kernels},
-                              {"peak_memory_bytes", dev.peak_memory_bytes},
-                              {"param_bytes", dev.param_bytes},
-                              {"memory_capacity_bytes", spec.memory_capacity_bytes}});
-    }
-    j["links"] = nlohmann::ordered_json::array();
-    for (hardware::LinkId l = 0; l < cluster.num_links(); ++l) {
-      const auto& link = r.links[static_cast<std::size_t>(l)];
-      j["links"].push_back({{"name", cluster.link(l).name},
-                            {"bytes_moved", link.bytes_moved},
-                            {"busy_s", link.busy_s},
-                            {"transfers", link.num_transfers}});
-    }
-    if (!args.trace.empty()) j["trace"] = args.trace;
-    ctx.out << j.dump(2) << "\n";
-    return kExitOk;
+  nlohmann::ordered_json j;
+  j["graph"] = graph.name();
+  j["hardware"] = cluster.name();
+  j["placement"] = args.placement;
+  j["step_time_s"] = r.step_time_s;
+  j["oom"] = r.oom;
+  j["oom_device"] = r.oom ? nlohmann::ordered_json(cluster.device(r.oom_device).name)
+                          : nlohmann::ordered_json(nullptr);
+  j["lower_bound_critical_path_s"] = r.lower_bound_critical_path_s;
+  j["lower_bound_work_s"] = r.lower_bound_work_s;
+  j["bytes_moved"] = r.bytes_moved;
+  j["num_transfers"] = r.num_transfers;
+  j["num_kernels"] = r.num_kernels;
+  j["devices"] = nlohmann::ordered_json::array();
+  for (std::size_t d = 0; d < D; ++d) {
+    const auto& dev = r.devices[d];
+    const auto& spec = cluster.device(static_cast<core::DeviceId>(d));
+    j["devices"].push_back({{"name", spec.name},
+                            {"busy_s", dev.busy_s},
+                            {"utilisation", r.step_time_s > 0 ? dev.busy_s / r.step_time_s : 0},
+                            {"kernels", dev.num_kernels},
+                            {"peak_memory_bytes", dev.peak_memory_bytes},
+                            {"param_bytes", dev.param_bytes},
+                            {"memory_capacity_bytes", spec.memory_capacity_bytes}});
   }
+  j["links"] = nlohmann::ordered_json::array();
+  for (hardware::LinkId l = 0; l < cluster.num_links(); ++l) {
+    const auto& link = r.links[static_cast<std::size_t>(l)];
+    j["links"].push_back({{"name", cluster.link(l).name},
+                          {"bytes_moved", link.bytes_moved},
+                          {"busy_s", link.busy_s},
+                          {"transfers", link.num_transfers}});
+  }
+  if (!args.trace.empty()) j["trace"] = args.trace;
+  out << j.dump(2) << "\n";
+}
 
-  auto& out = ctx.out;
-  auto bytes = [](core::Bytes b) { return core::format_bytes(static_cast<double>(b)); };
+std::string bytes_text(core::Bytes b) { return core::format_bytes(static_cast<double>(b)); }
+
+// The report's summary lines: graph, hardware, placement, step time, bounds, OOM, traffic.
+void print_summary(const SimulateArgs& args, const core::CompiledGraph& graph,
+                   const hardware::Cluster& cluster, const simulator::SimulationResult& r,
+                   std::ostream& out) {
   out << "graph:        " << graph.name() << " (" << graph.num_nodes() << " ops, "
       << graph.num_edges() << " edges)\n";
   out << "hardware:     " << cluster.name() << " (" << cluster.num_devices() << " devices, "
@@ -210,13 +203,20 @@ int run_simulate(SimulateArgs args, CliContext& ctx) {
   out << "OOM:          ";
   if (r.oom) {
     out << "yes, " << cluster.device(r.oom_device).name << " exceeded "
-        << bytes(cluster.device(r.oom_device).memory_capacity_bytes) << " at "
+        << bytes_text(cluster.device(r.oom_device).memory_capacity_bytes) << " at "
         << core::format_seconds(r.oom_time_s) << "\n";
   } else {
     out << "no\n";
   }
-  out << "bytes moved:  " << bytes(r.bytes_moved) << " in " << r.num_transfers << " transfers\n";
+  out << "bytes moved:  " << bytes_text(r.bytes_moved) << " in " << r.num_transfers
+      << " transfers\n";
   out << "kernels:      " << r.num_kernels << "\n";
+}
+
+// The report's tables: every device, and the links that carried transfers.
+void print_devices_and_links(const hardware::Cluster& cluster, const simulator::SimulationResult& r,
+                             std::ostream& out) {
+  const auto D = static_cast<std::size_t>(cluster.num_devices());
   out << "devices:\n  " << pad("name", 12) << pad("busy", 12) << pad("util", 8) << pad("kernels", 9)
       << pad("peak memory", 13) << pad("params", 12) << "capacity\n";
   for (std::size_t d = 0; d < D; ++d) {
@@ -224,8 +224,8 @@ int run_simulate(SimulateArgs args, CliContext& ctx) {
     const auto& spec = cluster.device(static_cast<core::DeviceId>(d));
     out << "  " << pad(spec.name, 12) << pad(core::format_seconds(dev.busy_s), 12)
         << pad(percent(r.step_time_s > 0 ? dev.busy_s / r.step_time_s : 0), 8)
-        << pad(std::to_string(dev.num_kernels), 9) << pad(bytes(dev.peak_memory_bytes), 13)
-        << pad(bytes(dev.param_bytes), 12) << bytes(spec.memory_capacity_bytes) << "\n";
+        << pad(std::to_string(dev.num_kernels), 9) << pad(bytes_text(dev.peak_memory_bytes), 13)
+        << pad(bytes_text(dev.param_bytes), 12) << bytes_text(spec.memory_capacity_bytes) << "\n";
   }
   bool any_link = false;
   for (hardware::LinkId l = 0; l < cluster.num_links(); ++l) {
@@ -236,11 +236,41 @@ int run_simulate(SimulateArgs args, CliContext& ctx) {
           << "busy (both directions)\n";
       any_link = true;
     }
-    out << "  " << pad(cluster.link(l).name, 20) << pad(bytes(link.bytes_moved), 12)
+    out << "  " << pad(cluster.link(l).name, 20) << pad(bytes_text(link.bytes_moved), 12)
         << pad(std::to_string(link.num_transfers), 11) << core::format_seconds(link.busy_s) << "\n";
   }
+}
+
+int run_simulate(SimulateArgs args, CliContext& ctx) {
+  datasets::WorkloadRegistry workloads;
+  datasets::register_builtin_workloads(workloads);
+  datasets::LoadOptions load;
+  for (const auto& o : args.overrides) datasets::parse_override(o, load.overrides);
+  load.onnx_batch = args.batch;
+  load.onnx_training = args.training;
+  auto graph = core::CompiledGraph::compile(datasets::load_graph(args.graph, workloads, load));
+  auto cluster = hardware::load_profile(args.hardware);
+  auto cost_model = hardware::make_cost_model(cluster);  // calibrated when the profile is measured
+  const hardware::CostModel& cost = *cost_model;
+
+  std::string decision_source;
+  const core::Decision decision = choose_decision(args, graph, cluster, cost, ctx, decision_source);
+  simulator::Simulator sim(graph, cluster, cost,
+                           simulator::SimulatorOptions().source(decision_source));
+  simulator::ChromeTraceWriter trace;
+  const auto& r = sim.simulate(decision, args.trace.empty() ? nullptr : &trace);
+  if (!args.trace.empty()) trace.write(args.trace);
+  if (!args.save_decision.empty()) {
+    core::write_text_file_atomic(args.save_decision, simulator::to_decision_json(decision, graph));
+  }
+  if (args.json) {
+    print_json(args, graph, cluster, r, ctx.out);
+    return kExitOk;
+  }
+  print_summary(args, graph, cluster, r, ctx.out);
+  print_devices_and_links(cluster, r, ctx.out);
   if (!args.trace.empty()) {
-    out << "trace:        " << args.trace << " (open in ui.perfetto.dev or chrome://tracing)\n";
+    ctx.out << "trace:        " << args.trace << " (open in ui.perfetto.dev or chrome://tracing)\n";
   }
   return kExitOk;
 }
