@@ -125,19 +125,15 @@ void write_graph(const core::Graph& g, const std::string& out, bool pretty, CliC
           << core::format_bytes(static_cast<double>(s.total_param_bytes)) << "\n";
 }
 
-}  // namespace
+// The help of a GRAPH argument.
+constexpr const char* kGraphHelp =
+    "Graph: a suite workload name (see `gopt graph list`) or a graph file (gopt-graph JSON "
+    "or .onnx)";
 
-void add_graph_commands(CLI::App& app, CliContext& context) {
-  auto* graph =
-      app.add_subcommand("graph", "Generate, import, inspect and check computation graphs");
-  graph->require_subcommand(1);
-  // The workload suite, shared by every graph command (created here: no globals).
-  auto registry = std::make_shared<datasets::WorkloadRegistry>();
-  datasets::register_builtin_workloads(*registry);
-  const std::string graph_help =
-      "Graph: a suite workload name (see `gopt graph list`) or a graph file (gopt-graph JSON "
-      "or .onnx)";
+using Registry = std::shared_ptr<datasets::WorkloadRegistry>;
 
+// `gopt graph info GRAPH`.
+void add_info_command(CLI::App& graph, CliContext& context, const Registry& registry) {
   struct InfoArgs {
     std::string file;
     std::vector<std::string> sets;
@@ -146,9 +142,9 @@ void add_graph_commands(CLI::App& app, CliContext& context) {
     std::size_t types = 20;
   };
   auto info_args = std::make_shared<InfoArgs>();
-  auto* info = graph->add_subcommand(
+  auto* info = graph.add_subcommand(
       "info", "Print a graph's size, total FLOPs, parameter bytes, ops by type and longest path");
-  info->add_option("GRAPH", info_args->file, graph_help)->required();
+  info->add_option("GRAPH", info_args->file, kGraphHelp)->required();
   info->add_option("--set", info_args->sets, "Override a workload hyperparameter: key=value");
   info->add_option("--batch", info_args->batch, "Batch size for a dynamic ONNX input dimension")
       ->check(positive_number());
@@ -161,16 +157,19 @@ void add_graph_commands(CLI::App& app, CliContext& context) {
                         info_args->json, info_args->types, context);
     };
   });
+}
 
+// `gopt graph validate GRAPH`.
+void add_validate_graph_command(CLI::App& graph, CliContext& context, const Registry& registry) {
   struct ValidateArgs {
     std::string file;
     std::vector<std::string> sets;
     std::int64_t batch = 0;
   };
   auto validate_args = std::make_shared<ValidateArgs>();
-  auto* validate = graph->add_subcommand(
+  auto* validate = graph.add_subcommand(
       "validate", "Check a graph: format, fields, names, sizes, acyclicity (exit 1 if bad)");
-  validate->add_option("GRAPH", validate_args->file, graph_help)->required();
+  validate->add_option("GRAPH", validate_args->file, kGraphHelp)->required();
   validate->add_option("--set", validate_args->sets,
                        "Override a workload hyperparameter: key=value");
   validate
@@ -185,13 +184,16 @@ void add_graph_commands(CLI::App& app, CliContext& context) {
       return kExitOk;
     };
   });
+}
 
+// `gopt graph list`.
+void add_list_command(CLI::App& graph, CliContext& context, const Registry& registry) {
   struct ListArgs {
     bool markdown = false;
     bool verbose = false;
   };
   auto list_args = std::make_shared<ListArgs>();
-  auto* list = graph->add_subcommand("list", "List the workload suite, one line per graph");
+  auto* list = graph.add_subcommand("list", "List the workload suite, one line per graph");
   list->add_flag("--markdown", list_args->markdown,
                  "Generate every workload and print the docs/workloads.md size table");
   list->add_flag("-v,--verbose", list_args->verbose,
@@ -201,7 +203,10 @@ void add_graph_commands(CLI::App& app, CliContext& context) {
       return list_workloads(*registry, list_args->markdown, list_args->verbose, context);
     };
   });
+}
 
+// `gopt graph generate NAME -o FILE`.
+void add_generate_command(CLI::App& graph, CliContext& context, const Registry& registry) {
   struct GenerateArgs {
     std::string name;
     std::vector<std::string> sets;
@@ -209,7 +214,7 @@ void add_graph_commands(CLI::App& app, CliContext& context) {
     bool pretty = false;
   };
   auto gen_args = std::make_shared<GenerateArgs>();
-  auto* generate = graph->add_subcommand(
+  auto* generate = graph.add_subcommand(
       "generate", "Generate a suite workload's training graph and write it as a graph file");
   generate->add_option("NAME", gen_args->name, "Workload name (see `gopt graph list`)")->required();
   generate->add_option("--set", gen_args->sets,
@@ -226,7 +231,10 @@ void add_graph_commands(CLI::App& app, CliContext& context) {
       return kExitOk;
     };
   });
+}
 
+// `gopt graph import MODEL -o FILE`.
+void add_import_command(CLI::App& graph, CliContext& context) {
   struct ImportArgs {
     std::string model;
     std::string out;
@@ -236,7 +244,7 @@ void add_graph_commands(CLI::App& app, CliContext& context) {
     bool pretty = false;
   };
   auto import_args = std::make_shared<ImportArgs>();
-  auto* import = graph->add_subcommand(
+  auto* import = graph.add_subcommand(
       "import", "Import an ONNX model as a graph file (shapes, FLOPs, bytes, parameters)");
   import->add_option("MODEL", import_args->model, "ONNX model file (.onnx)")->required();
   import->add_option("-o,--out", import_args->out, "Output graph file (gopt-graph JSON)")
@@ -262,8 +270,24 @@ void add_graph_commands(CLI::App& app, CliContext& context) {
   write_graph(result.graph, import_args->out, import_args->pretty, context);
   return kExitOk;
 };
-}  // namespace gopt::experiments
+}  // namespace
 );
+}  // namespace gopt::experiments
+
+}  // namespace
+
+void add_graph_commands(CLI::App& app, CliContext& context) {
+  auto* graph =
+      app.add_subcommand("graph", "Generate, import, inspect and check computation graphs");
+  graph->require_subcommand(1);
+  // The workload suite, shared by every graph command (created here: no globals).
+  auto registry = std::make_shared<datasets::WorkloadRegistry>();
+  datasets::register_builtin_workloads(*registry);
+  add_info_command(*graph, context, registry);
+  add_validate_graph_command(*graph, context, registry);
+  add_list_command(*graph, context, registry);
+  add_generate_command(*graph, context, registry);
+  add_import_command(*graph, context);
 }
 
 }  // namespace gopt::experiments
