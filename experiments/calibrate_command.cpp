@@ -155,65 +155,53 @@ std::string fit_notes(const hardware::RooflineFit& fit, const hardware::Executor
   return n;
 }
 
-// Runs the microbenchmarks, executor chains and (two or more devices) copy chains on a
-// backend and fits them.
-BackendCalibration calibrate_backend(hardware::backend::BackendKind kind, const CalibrateArgs& args,
-                                     CliContext& ctx) {
-  auto backend = hardware::backend::make_backend(kind, args.devices);
-  hardware::backend::MicrobenchOptions options;
-  options.steps(args.quick ? 1 : 2, args.quick ? 2 : args.steps);
-  options.rounds = args.quick ? 1 : args.rounds;
-  if (args.quick) options.scale(0.1).chain(4);
-  if (args.quick) options.working_set_bytes = core::Bytes{1} << 20;
-  const bool tty = ::isatty(STDERR_FILENO) != 0;
-  options.progress = [&ctx, tty](const std::string& line) {
-    ctx.err << (tty ? "\r\033[Kgopt calibrate: " : "gopt calibrate: ") << line << (tty ? "" : "\n")
-            << std::flush;
-  };
-  auto m = hardware::backend::measure_for_calibration(*backend, options);
-  if (tty) ctx.err << "\n";
-  BackendCalibration c;
-  c.executor = hardware::fit_executor_overhead(m.executor);
-  auto kernels = hardware::without_executor_overhead(m.ops, c.executor.per_op_s);
-  c.fit = hardware::fit_roofline(kernels);
+// --samples: every microbenchmark and copy as CSV. measured_s: chain time per op; kernel_s:
+// less the executor overhead of the op and its placeholders (what the fits describe);
+// fitted_s: the roofline's kernel time.
+void write_samples_csv(const std::string& path, const hardware::backend::CalibrationMeasurements& m,
+                       const std::vector<hardware::OpSample>& kernels,
+                       const hardware::RooflineFit& fit) {
+  std::string csv = "kind,label,flops,bytes,measured_s,kernel_s,fitted_s\n";
+  for (std::size_t i = 0; i < m.ops.size(); ++i) {
+    const auto& s = kernels[i];
+    char row[128];
+    std::snprintf(row, sizeof row, ",%.6g,%lld,%.6g,%.6g,%.6g\n", s.flops,
+                  static_cast<long long>(s.bytes), m.ops[i].time_s, s.time_s,
+                  hardware::predict(fit, s));
+    csv += std::string(core::to_string(s.kind)) + "," + s.label + row;
+  }
+  for (const auto& copy : m.copies) {
+    char row[96];
+    std::snprintf(row, sizeof row, "copy,copy,0,%lld,%.6g,,\n", static_cast<long long>(copy.bytes),
+                  copy.time_s);
+    csv += row;
+  }
+  core::write_text_file_atomic(path, csv);
+}
+
+// The copies between two workers as a link: fitted, or, when every copy drowned in noise (a
+// loaded machine, --quick), at the fitted memory bandwidth and no latency, with a warning.
+hardware::LinkFit fit_copies(const hardware::backend::CalibrationMeasurements& m,
+                             const hardware::RooflineFit& fit, CliContext& ctx) {
+  hardware::LinkFit link;
+  try {
+    link = hardware::fit_link(m.copies);
+  } catch (const core::InputError& e) {
+    ctx.err << "gopt calibrate: warning: " << e.what()
+            << "; copies are costed at the memory bandwidth\n";
+    link = hardware::LinkFit{0, fit.memory_bandwidth_bytes_per_s, {}, true};
+  }
+  if (link.degenerate) {
+    ctx.err << "gopt calibrate: warning: copy times did not grow with size (noise); "
+               "latency and bandwidth taken from the smallest and largest copies\n";
+  }
+  return link;
+}
+
+// The calibration's notes (what the fits found, in prose) and its JSON summary.
+void describe(const hardware::backend::CalibrationMeasurements& m, const CalibrateArgs& args,
+              BackendCalibration& c) {
   const auto& fit = c.fit;
-  if (!args.samples.empty()) {
-    // measured_s: chain time per op; kernel_s: less the executor overhead of the op and
-    // its placeholders (what the fits describe); fitted_s: the roofline's kernel time.
-    std::string csv = "kind,label,flops,bytes,measured_s,kernel_s,fitted_s\n";
-    for (std::size_t i = 0; i < m.ops.size(); ++i) {
-      const auto& s = kernels[i];
-      char row[128];
-      std::snprintf(row, sizeof row, ",%.6g,%lld,%.6g,%.6g,%.6g\n", s.flops,
-                    static_cast<long long>(s.bytes), m.ops[i].time_s, s.time_s,
-                    hardware::predict(fit, s));
-      csv += std::string(core::to_string(s.kind)) + "," + s.label + row;
-    }
-    for (const auto& copy : m.copies) {
-      char row[96];
-      std::snprintf(row, sizeof row, "copy,copy,0,%lld,%.6g,,\n",
-                    static_cast<long long>(copy.bytes), copy.time_s);
-      csv += row;
-    }
-    core::write_text_file_atomic(args.samples, csv);
-  }
-  if (args.devices > 1) {
-    try {
-      c.link = hardware::fit_link(m.copies);
-    } catch (const core::InputError& e) {
-      // Every copy drowned in noise (a loaded machine, --quick): keep the profile usable
-      // with copies at the fitted memory bandwidth and no latency, and say so.
-      ctx.err << "gopt calibrate: warning: " << e.what()
-              << "; copies are costed at the memory bandwidth\n";
-      c.link = hardware::LinkFit{0, fit.memory_bandwidth_bytes_per_s, {}, true};
-    }
-    if (c.link->degenerate) {
-      ctx.err << "gopt calibrate: warning: copy times did not grow with size (noise); "
-                 "latency and bandwidth taken from the smallest and largest copies\n";
-    }
-  }
-  c.curves = hardware::build_time_curves(kernels, fit);
-  c.shapes = hardware::build_shape_tables(kernels);
   auto& summary = c.summary;
   char parallel[320] = "";
   if (args.devices > 1) {
@@ -260,69 +248,98 @@ BackendCalibration calibrate_backend(hardware::backend::BackendKind kind, const 
                        {"rms_rel_error", c.link->residuals.rms_rel_error},
                        {"max_rel_error", c.link->residuals.max_rel_error}};
   }
+}
+
+// Runs the microbenchmarks, executor chains and (two or more devices) copy chains on a
+// backend and fits them.
+BackendCalibration calibrate_backend(hardware::backend::BackendKind kind, const CalibrateArgs& args,
+                                     CliContext& ctx) {
+  auto backend = hardware::backend::make_backend(kind, args.devices);
+  hardware::backend::MicrobenchOptions options;
+  options.steps(args.quick ? 1 : 2, args.quick ? 2 : args.steps);
+  options.rounds = args.quick ? 1 : args.rounds;
+  if (args.quick) options.scale(0.1).chain(4);
+  if (args.quick) options.working_set_bytes = core::Bytes{1} << 20;
+  const bool tty = ::isatty(STDERR_FILENO) != 0;
+  options.progress = [&ctx, tty](const std::string& line) {
+    ctx.err << (tty ? "\r\033[Kgopt calibrate: " : "gopt calibrate: ") << line << (tty ? "" : "\n")
+            << std::flush;
+  };
+  auto m = hardware::backend::measure_for_calibration(*backend, options);
+  if (tty) ctx.err << "\n";
+  BackendCalibration c;
+  c.executor = hardware::fit_executor_overhead(m.executor);
+  auto kernels = hardware::without_executor_overhead(m.ops, c.executor.per_op_s);
+  c.fit = hardware::fit_roofline(kernels);
+  if (!args.samples.empty()) write_samples_csv(args.samples, m, kernels, c.fit);
+  if (args.devices > 1) c.link = fit_copies(m, c.fit, ctx);
+  c.curves = hardware::build_time_curves(kernels, c.fit);
+  c.shapes = hardware::build_shape_tables(kernels);
+  describe(m, args, c);
   return c;
 }
 
-int run_calibrate(const CalibrateArgs& args, CliContext& ctx) {
-  auto kind = hardware::backend::backend_kind_from_string(args.backend, "--backend");
-  if (args.out.empty()) throw core::InputError("--out", "", "expected a profile file to write");
-  std::string name = args.name.empty() ? std::string(hardware::backend::to_string(kind)) +
-                                             std::to_string(args.devices) + "_" + host_name()
-                                       : args.name;
-  hardware::ClusterSpec spec;
-  std::string notes;
-  nlohmann::json summary;
-  if (kind == hardware::backend::BackendKind::kCuda) {
+// The profile of `--backend cuda`: the CUDA probes' devices and links and, with a
+// CUDA-enabled LibTorch, per-kind efficiencies fitted as on the CPU. Sets `notes` and
+// `summary`.
+hardware::ClusterSpec cuda_spec(const CalibrateArgs& args, const std::string& name, CliContext& ctx,
+                                std::string& notes, nlohmann::json& summary) {
 #if defined(GOPT_HAVE_CUDA_PROBES)
-    if (auto why = hardware::cuda::cuda_probe_unavailable_reason()) {
-      throw hardware::backend::BackendUnavailable("gopt calibrate --backend cuda: " + *why);
-    }
-    ctx.err << "gopt calibrate: running the CUDA probes\n";
-    auto probes = hardware::cuda::run_cuda_probes();
-    if (static_cast<int>(probes.gpus.size()) < args.devices) {
-      throw hardware::backend::BackendUnavailable("gopt calibrate --backend cuda: asked for " +
-                                                  std::to_string(args.devices) + " GPUs, found " +
-                                                  std::to_string(probes.gpus.size()));
-    }
-    spec = hardware::cuda::cuda_profile_spec(probes, name, machine_description());
-    notes = spec.provenance.notes;
-    if (auto why = hardware::backend::cuda_unavailable_reason()) {
-      notes += " Per-kind efficiencies not fitted: " + *why + ".";
-    } else {
-      // A CUDA-enabled LibTorch: the GPUs' op times as the backend runs them (one host
-      // worker per GPU, synchronised after every op), fitted as on the CPU. The probes keep
-      // the links, the memory capacity and the devices' names.
-      ctx.err << "gopt calibrate: microbenchmarks on the LibTorch CUDA backend\n";
-      auto c = calibrate_backend(kind, args, ctx);
-      spec.description =
-          "CUDA GPUs through the LibTorch CUDA backend (one host worker per GPU, synchronised "
-          "after every op), measured by gopt calibrate; links by the CUDA probes";
-      for (auto& dev : spec.devices) {
-        char probed[200];
-        std::snprintf(probed, sizeof probed,
-                      " (the probes measured %.3g FP32 FLOP/s, %.3g B/s and %.3g s per launch)",
-                      dev.peak_flops_per_s[static_cast<std::size_t>(core::DType::kFloat32)],
-                      dev.memory_bandwidth_bytes_per_s, dev.launch_overhead_s);
-        apply_calibration(dev, c);
-        dev.source =
-            "Roofline, executor overhead and time curves fitted to LibTorch CUDA op chains as "
-            "gopt calibrate does on the CPU, on the first " +
-            std::to_string(args.devices) + " GPU(s)" + probed;
-      }
-      notes += " " + c.notes;
-      summary = std::move(c.summary);
-    }
-#else
-    throw hardware::backend::BackendUnavailable(
-        "gopt calibrate --backend cuda: this gopt was built without the CUDA Toolkit "
-        "(GOPT_WITH_CUDA found no nvcc), so the CUDA probes are not available");
-#endif
-  } else {
-    auto c = calibrate_backend(kind, args, ctx);
-    spec = cpu_spec(c, args.devices, name);
-    notes = c.notes;
-    summary = std::move(c.summary);
+  if (auto why = hardware::cuda::cuda_probe_unavailable_reason()) {
+    throw hardware::backend::BackendUnavailable("gopt calibrate --backend cuda: " + *why);
   }
+  ctx.err << "gopt calibrate: running the CUDA probes\n";
+  auto probes = hardware::cuda::run_cuda_probes();
+  if (static_cast<int>(probes.gpus.size()) < args.devices) {
+    throw hardware::backend::BackendUnavailable("gopt calibrate --backend cuda: asked for " +
+                                                std::to_string(args.devices) + " GPUs, found " +
+                                                std::to_string(probes.gpus.size()));
+  }
+  hardware::ClusterSpec spec =
+      hardware::cuda::cuda_profile_spec(probes, name, machine_description());
+  notes = spec.provenance.notes;
+  if (auto why = hardware::backend::cuda_unavailable_reason()) {
+    notes += " Per-kind efficiencies not fitted: " + *why + ".";
+    return spec;
+  }
+  // A CUDA-enabled LibTorch: the GPUs' op times as the backend runs them (one host worker
+  // per GPU, synchronised after every op), fitted as on the CPU. The probes keep the links,
+  // the memory capacity and the devices' names.
+  ctx.err << "gopt calibrate: microbenchmarks on the LibTorch CUDA backend\n";
+  auto c = calibrate_backend(hardware::backend::BackendKind::kCuda, args, ctx);
+  spec.description =
+      "CUDA GPUs through the LibTorch CUDA backend (one host worker per GPU, synchronised "
+      "after every op), measured by gopt calibrate; links by the CUDA probes";
+  for (auto& dev : spec.devices) {
+    char probed[200];
+    std::snprintf(probed, sizeof probed,
+                  " (the probes measured %.3g FP32 FLOP/s, %.3g B/s and %.3g s per launch)",
+                  dev.peak_flops_per_s[static_cast<std::size_t>(core::DType::kFloat32)],
+                  dev.memory_bandwidth_bytes_per_s, dev.launch_overhead_s);
+    apply_calibration(dev, c);
+    dev.source =
+        "Roofline, executor overhead and time curves fitted to LibTorch CUDA op chains as "
+        "gopt calibrate does on the CPU, on the first " +
+        std::to_string(args.devices) + " GPU(s)" + probed;
+  }
+  notes += " " + c.notes;
+  summary = std::move(c.summary);
+  return spec;
+#else
+  (void)args;
+  (void)name;
+  (void)ctx;
+  (void)notes;
+  (void)summary;
+  throw hardware::backend::BackendUnavailable(
+      "gopt calibrate --backend cuda: this gopt was built without the CUDA Toolkit "
+      "(GOPT_WITH_CUDA found no nvcc), so the CUDA probes are not available");
+#endif
+}
+
+// Stamps the profile's provenance and writes it to --out, checking that it loads.
+void write_profile(hardware::ClusterSpec& spec, const CalibrateArgs& args,
+                   const std::string& notes) {
   spec.provenance.kind = "measured";
   spec.provenance.date = utc_now();
   spec.provenance.machine = machine_description();
@@ -335,14 +352,13 @@ int run_calibrate(const CalibrateArgs& args, CliContext& ctx) {
   (void)hardware::parse_profile_yaml(yaml, args.out);  // what we write must load
   core::write_text_file_atomic(args.out, yaml);
   (void)hardware::load_profile(args.out);
+}
 
-  summary["profile"] = args.out;
-  summary["backend"] = args.backend;
-  summary["devices"] = args.devices;
-  if (args.json) {
-    ctx.out << summary.dump() << "\n";
-    return kExitOk;
-  }
+// The human-readable report: the profile, the machine, the fitted constants per op kind and
+// the fit's notes; a warning when two workers did not run in parallel.
+void print_report(const CalibrateArgs& args, const std::string& name,
+                  const hardware::ClusterSpec& spec, const std::string& notes,
+                  nlohmann::json& summary, CliContext& ctx) {
   auto& out = ctx.out;
   out << "profile:  " << args.out << " (" << name << ", " << args.devices << " " << args.backend
       << " devices)\n";
@@ -373,6 +389,34 @@ int run_calibrate(const CalibrateArgs& args, CliContext& ctx) {
                "processor each now (other processes), so multi-device measurements will "
                "not match a simulator that runs devices in parallel\n";
   }
+}
+
+int run_calibrate(const CalibrateArgs& args, CliContext& ctx) {
+  auto kind = hardware::backend::backend_kind_from_string(args.backend, "--backend");
+  if (args.out.empty()) throw core::InputError("--out", "", "expected a profile file to write");
+  std::string name = args.name.empty() ? std::string(hardware::backend::to_string(kind)) +
+                                             std::to_string(args.devices) + "_" + host_name()
+                                       : args.name;
+  hardware::ClusterSpec spec;
+  std::string notes;
+  nlohmann::json summary;
+  if (kind == hardware::backend::BackendKind::kCuda) {
+    spec = cuda_spec(args, name, ctx, notes, summary);
+  } else {
+    auto c = calibrate_backend(kind, args, ctx);
+    spec = cpu_spec(c, args.devices, name);
+    notes = c.notes;
+    summary = std::move(c.summary);
+  }
+  write_profile(spec, args, notes);
+  summary["profile"] = args.out;
+  summary["backend"] = args.backend;
+  summary["devices"] = args.devices;
+  if (args.json) {
+    ctx.out << summary.dump() << "\n";
+    return kExitOk;
+  }
+  print_report(args, name, spec, notes, summary, ctx);
   return kExitOk;
 }
 
