@@ -13,6 +13,7 @@
 
 #include "agents/baselines/tf_default.h"
 #include "agents/go/go_inspect.h"
+#include "agents/go/go_memory_repair.h"
 #include "agents/torch_utils.h"
 #include "core/errors.h"
 #include "core/rng.h"

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "agents/environment.h"
+#include "agents/go/go_decision.h"
 #include "agents/go/go_features.h"
 #include "agents/go/go_model.h"
 
@@ -75,24 +76,6 @@ struct PpoOptions {
   std::int64_t unit_samples = 0;
 };
 
-/// What a decision keeps for the tasks the policy does not decide (multi-task GO's
-/// single-task variants keep TensorFlow's default for the others).
-struct DecisionBase {
-  core::Decision decision;  ///< placement / priority / fusion used when not decided
-  /// Fusion not decided: XLA-style rule-based fusion (agents/baselines/tf_default.h) for the
-  /// decision's placement instead of `decision.fusion`.
-  bool xla_fusion = false;
-};
-
-/// Per-task actions, by topological position ([N] int64; undefined: not decided).
-struct TaskActions {
-  torch::Tensor placement;
-  torch::Tensor priority;
-  torch::Tensor fusion;
-
-  [[nodiscard]] torch::Tensor& of(GoTask task);
-};
-
 /// One graph being trained on, with its per-graph reward reference.
 struct PpoTask {
   explicit PpoTask(Environment& environment, DecisionBase base = {});
@@ -113,51 +96,46 @@ struct PpoStepStats {
   std::int64_t oom = 0;      ///< sampled placements that ran out of memory
 };
 
-/// Turns per-position device choices into a Decision (colocation applied).
-[[nodiscard]] core::Decision placement_decision(const torch::Tensor& devices_by_position,
-                                                const GraphTensors& tensors,
-                                                const core::CompiledGraph& graph);
-
-/// Turns per-task actions into a Decision: decided fields from `actions` (placement with
-/// colocation applied, priority levels as priorities, fusion levels as fusion priorities),
-/// the others from `base`.
-[[nodiscard]] core::Decision task_decision(const TaskActions& actions, const GraphTensors& tensors,
-                                           const core::CompiledGraph& graph,
-                                           const DecisionBase& base);
-
-/// The greedy (argmax) decision of `policy` for `problem`.
-[[nodiscard]] core::Decision greedy_decision(GoPolicy& policy, const GraphTensors& tensors,
-                                             const Problem& problem, const DecisionBase& base = {});
-
-/// What memory_fitting_decision() did.
-struct MemoryRepair {
-  std::int64_t simulations = 0;  ///< decisions simulated, the greedy one included
-  std::int64_t moved_ops = 0;    ///< ops whose device differs from the greedy placement
-  bool fits = false;             ///< the returned decision fits in memory
+/// The samples of one update, drawn from the policy before it changes: what PPO's objective
+/// is computed on. Rows are decisions (an op's, or with unit decisions a unit's placement),
+/// columns the `k` samples.
+struct PpoBatch {
+  std::int64_t devices = 0;   ///< the cluster's devices
+  TaskActions actions;        ///< [decisions, k] per decided task
+  TaskActions old_log_probs;  ///< [decisions, k] their log-probabilities when sampled
+  /// Mixed sampling (PpoOptions::unit_samples): the first `unit_samples` samples' units'
+  /// devices [units, unit_samples] and their pooled log-probabilities.
+  std::int64_t unit_samples = 0;
+  torch::Tensor unit_actions;
+  torch::Tensor unit_old_log_probs;
+  torch::Tensor old_value;  ///< [] the value head's prediction when sampled
+  torch::Tensor reward;     ///< [k]
+  torch::Tensor advantage;  ///< [1, k] reward - old_value, normalised over the samples
+  /// Self-imitation targets, the best decision so far per decided task ([decisions, 1]);
+  /// undefined when not imitating.
+  TaskActions imitation;
+  /// The sampling forward pass with its autograd graph: the policy is unchanged until the
+  /// first epoch's optimizer step, so that epoch reuses it instead of a second forward pass
+  /// (gradient mode does not change the values: the update is the same, ~10% sooner).
+  PolicyOutput first_pass;
 };
 
-/// The greedy decision of `policy` for `env`'s problem, moved into memory when it does not
-/// fit. Ops move in the groups sampling moves together (the decision units with unit
-/// decisions; else a layer attribute, else a block of `block` consecutive positions,
-/// capped as in sampling). While the simulated
-/// placement runs out of memory, each device over its capacity hands over the groups the
-/// policy is least sure of there (smallest mean margin of log p(device) over the best device
-/// with room) to the device with the most room, until its estimated peak is 10% under its
-/// capacity (peak bytes per byte of op weight, parameter + output bytes, as on the full
-/// device). At most `max_repairs` re-placements, each one simulation on `env` (a sample).
-/// Returns the first decision that fits, or the greedy one when none did. Other tasks
-/// (scheduling, fusion) keep their greedy actions.
-[[nodiscard]] core::Decision memory_fitting_decision(GoPolicy& policy, const GraphTensors& tensors,
-                                                     Environment& env, const DecisionBase& base,
-                                                     std::int64_t max_repairs, std::int64_t block,
-                                                     MemoryRepair* report = nullptr);
+/// PPO's optimisation of `policy` on `batch` (its graph `g`): `options.epochs` passes of the
+/// clipped surrogate objective with the value loss, the entropy bonus and self-imitation,
+/// each an Adam step after global gradient-norm clipping. Sets `stats`' losses and entropy
+/// from the first epoch.
+void ppo_update(GoPolicy& policy, torch::optim::Adam& optimizer, const GraphTensors& g,
+                PpoBatch batch, const PpoOptions& options, PpoStepStats& stats);
 
 class PpoTrainer {
  public:
   PpoTrainer(GoPolicy policy, torch::optim::Adam& optimizer, PpoOptions options,
              at::Generator generator);
-  /// One PPO update on `task`.
+  /// One PPO update on `task`: sample_batch(), then ppo_update().
   PpoStepStats step(PpoTask& task);
+  /// Samples `samples_per_step` decisions of `task` from the policy (and simulates the
+  /// greedy one), simulates them and scores them: the batch of one update.
+  [[nodiscard]] PpoBatch sample_batch(PpoTask& task, PpoStepStats& stats);
   /// The sampling generator (its state goes into training snapshots).
   [[nodiscard]] at::Generator& generator() { return gen_; }
   /// Simulations one update costs.
@@ -168,6 +146,8 @@ class PpoTrainer {
  private:
   torch::Tensor sample_actions(const torch::Tensor& log_probs, const GraphTensors& g,
                                std::int64_t k);
+  void draw(PpoTask& task, PpoBatch& batch, PpoStepStats& stats);
+  void draw_units(const GraphTensors& g, PpoBatch& batch);
 
   GoPolicy policy_;
   torch::optim::Adam* optimizer_;

@@ -19,6 +19,7 @@
 #include "agents/go/go_agent.h"
 #include "agents/go/go_features.h"
 #include "agents/go/go_inspect.h"
+#include "agents/go/go_memory_repair.h"
 #include "agents/go/go_model.h"
 #include "agents/go/segment_attention.h"
 #include "agents/registry.h"
