@@ -64,59 +64,39 @@ void add_units(const core::CompiledGraph& graph, const std::vector<NodeId>& orde
   t.unit_sizes = torch::tensor(sizes, torch::kFloat).unsqueeze(1);
 }
 
-}  // namespace
-
-GraphTensors make_graph_tensors(const core::CompiledGraph& graph) {
-  const auto n = static_cast<std::int64_t>(graph.num_nodes());
-  GraphTensors t;
-  t.num_nodes = n;
-  // A depth-first topological order (Kahn's algorithm with a stack): a producer's
-  // consumers follow it as soon as they are ready, so chains of dependent ops sit at
-  // consecutive positions, where segments attend to each other and exploration blocks
-  // share noise. (The compiled graph's FIFO order interleaves independent branches.)
-  std::vector<NodeId> order;
-  order.reserve(static_cast<std::size_t>(n));
-  std::vector<NodeId> rank(static_cast<std::size_t>(n));
-  {
-    std::vector<core::EdgeIndex> waiting(static_cast<std::size_t>(n));
-    std::vector<NodeId> stack;
-    for (NodeId v = graph.num_nodes() - 1; v >= 0; --v) {
-      waiting[static_cast<std::size_t>(v)] = graph.in_degree(v);
-      if (graph.in_degree(v) == 0) stack.push_back(v);
-    }
-    while (!stack.empty()) {
-      const NodeId v = stack.back();
-      stack.pop_back();
-      rank[static_cast<std::size_t>(v)] = static_cast<NodeId>(order.size());
-      order.push_back(v);
-      for (auto e = graph.out_end(v); e-- > graph.out_begin(v);) {
-        const NodeId w = graph.out_target(e);
-        if (--waiting[static_cast<std::size_t>(w)] == 0) stack.push_back(w);
-      }
+// A depth-first topological order (Kahn's algorithm with a stack): a producer's consumers
+// follow it as soon as they are ready, so chains of dependent ops sit at consecutive
+// positions, where segments attend to each other and exploration blocks share noise. (The
+// compiled graph's FIFO order interleaves independent branches.) `rank`: each node's
+// position.
+void depth_first_order(const core::CompiledGraph& graph, std::vector<NodeId>& order,
+                       std::vector<NodeId>& rank) {
+  const auto n = static_cast<std::size_t>(graph.num_nodes());
+  order.reserve(n);
+  rank.assign(n, 0);
+  std::vector<core::EdgeIndex> waiting(n);
+  std::vector<NodeId> stack;
+  for (NodeId v = graph.num_nodes() - 1; v >= 0; --v) {
+    waiting[static_cast<std::size_t>(v)] = graph.in_degree(v);
+    if (graph.in_degree(v) == 0) stack.push_back(v);
+  }
+  while (!stack.empty()) {
+    const NodeId v = stack.back();
+    stack.pop_back();
+    rank[static_cast<std::size_t>(v)] = static_cast<NodeId>(order.size());
+    order.push_back(v);
+    for (auto e = graph.out_end(v); e-- > graph.out_begin(v);) {
+      const NodeId w = graph.out_target(e);
+      if (--waiting[static_cast<std::size_t>(w)] == 0) stack.push_back(w);
     }
   }
+}
 
-  t.kinds = torch::empty({n}, torch::kLong);
-  t.order = torch::empty({n}, torch::kLong);
-  t.numeric = torch::zeros({n, kNumericFeatures});
-  t.inv_in_deg = torch::empty({n, 1});
-  t.inv_out_deg = torch::empty({n, 1});
-  t.action_mask = torch::ones({n});
-  t.layer = torch::empty({n}, torch::kLong);
-  auto layer = t.layer.accessor<std::int64_t, 1>();
-  t.scope_layer = torch::full({n}, -1, torch::kLong);
-  auto scope_layer = t.scope_layer.accessor<std::int64_t, 1>();
-  std::map<std::pair<std::string, std::int32_t>, std::int64_t> scope_layer_ids;
-  auto kinds = t.kinds.accessor<std::int64_t, 1>();
-  auto ord = t.order.accessor<std::int64_t, 1>();
-  auto f = t.numeric.accessor<float, 2>();
-  auto in_deg = t.inv_in_deg.accessor<float, 2>();
-  auto out_deg = t.inv_out_deg.accessor<float, 2>();
+// The action mask: 0 for the ops that follow the first op of their colocation group.
+void add_action_mask(const core::CompiledGraph& graph, const std::vector<NodeId>& rank,
+                     GraphTensors& t) {
+  t.action_mask = torch::ones({t.num_nodes});
   auto mask = t.action_mask.accessor<float, 1>();
-
-  std::int32_t max_layer = -1;  // -1: no op has a layer
-  for (auto l : graph.layer()) max_layer = std::max(max_layer, l);
-  t.num_layers = max_layer + 1;
   std::vector<char> group_seen(graph.colocation_groups().size(), 0);
   for (NodeId v = 0; v < graph.num_nodes(); ++v) {
     auto g = graph.colocation()[static_cast<std::size_t>(v)];
@@ -125,14 +105,29 @@ GraphTensors make_graph_tensors(const core::CompiledGraph& graph) {
     if (seen) mask[rank[static_cast<std::size_t>(v)]] = 0.0F;
     seen = 1;
   }
+}
 
-  const double position_scale = n > 1 ? 1.0 / static_cast<double>(n - 1) : 0.0;
-  double total_bytes = 0;
-  for (NodeId v = 0; v < graph.num_nodes(); ++v) {
-    const auto i = static_cast<std::size_t>(v);
-    total_bytes += static_cast<double>(graph.output_bytes()[i] + graph.param_bytes()[i]);
-  }
-  const float graph_scale = static_cast<float>(std::log2(1.0 + total_bytes / (1 << 30)) / 4.0);
+// By position: the node, its kind, its inverse degrees, its layer and (top-level scope,
+// layer) group.
+void add_positions(const core::CompiledGraph& graph, const std::vector<NodeId>& order,
+                   GraphTensors& t) {
+  const std::int64_t n = t.num_nodes;
+  t.kinds = torch::empty({n}, torch::kLong);
+  t.order = torch::empty({n}, torch::kLong);
+  t.inv_in_deg = torch::empty({n, 1});
+  t.inv_out_deg = torch::empty({n, 1});
+  t.layer = torch::empty({n}, torch::kLong);
+  auto layer = t.layer.accessor<std::int64_t, 1>();
+  t.scope_layer = torch::full({n}, -1, torch::kLong);
+  auto scope_layer = t.scope_layer.accessor<std::int64_t, 1>();
+  std::map<std::pair<std::string, std::int32_t>, std::int64_t> scope_layer_ids;
+  auto kinds = t.kinds.accessor<std::int64_t, 1>();
+  auto ord = t.order.accessor<std::int64_t, 1>();
+  auto in_deg = t.inv_in_deg.accessor<float, 2>();
+  auto out_deg = t.inv_out_deg.accessor<float, 2>();
+  std::int32_t max_layer = -1;  // -1: no op has a layer
+  for (auto l : graph.layer()) max_layer = std::max(max_layer, l);
+  t.num_layers = max_layer + 1;
   for (std::int64_t p = 0; p < n; ++p) {
     const NodeId v = order[static_cast<std::size_t>(p)];
     const auto i = static_cast<std::size_t>(v);
@@ -147,17 +142,36 @@ GraphTensors make_graph_tensors(const core::CompiledGraph& graph) {
               .first->second;
     }
     kinds[p] = static_cast<std::int64_t>(graph.kind()[i]);
-    const auto din = graph.in_degree(v);
-    const auto dout = graph.out_degree(v);
-    in_deg[p][0] = 1.0F / static_cast<float>(std::max<std::int64_t>(1, din));
-    out_deg[p][0] = 1.0F / static_cast<float>(std::max<std::int64_t>(1, dout));
+    in_deg[p][0] = 1.0F / static_cast<float>(std::max<std::int64_t>(1, graph.in_degree(v)));
+    out_deg[p][0] = 1.0F / static_cast<float>(std::max<std::int64_t>(1, graph.out_degree(v)));
+  }
+  t.num_scope_layers = static_cast<std::int64_t>(scope_layer_ids.size());
+}
+
+// The numeric features by position (go_features.h): columns 0..6 standardised over the
+// graph, the phase one-hot, the position and its sinusoids, the memory columns as they are.
+void add_numeric_features(const core::CompiledGraph& graph, const std::vector<NodeId>& order,
+                          GraphTensors& t) {
+  const std::int64_t n = t.num_nodes;
+  t.numeric = torch::zeros({n, kNumericFeatures});
+  auto f = t.numeric.accessor<float, 2>();
+  const double position_scale = n > 1 ? 1.0 / static_cast<double>(n - 1) : 0.0;
+  double total_bytes = 0;
+  for (NodeId v = 0; v < graph.num_nodes(); ++v) {
+    const auto i = static_cast<std::size_t>(v);
+    total_bytes += static_cast<double>(graph.output_bytes()[i] + graph.param_bytes()[i]);
+  }
+  const float graph_scale = static_cast<float>(std::log2(1.0 + total_bytes / (1 << 30)) / 4.0);
+  for (std::int64_t p = 0; p < n; ++p) {
+    const NodeId v = order[static_cast<std::size_t>(p)];
+    const auto i = static_cast<std::size_t>(v);
     // Standardised columns 0..6.
     f[p][0] = static_cast<float>(std::log1p(graph.flops()[i]));
     f[p][1] = static_cast<float>(std::log1p(static_cast<double>(graph.bytes_read()[i])));
     f[p][2] = static_cast<float>(std::log1p(static_cast<double>(graph.output_bytes()[i])));
     f[p][3] = static_cast<float>(std::log1p(static_cast<double>(graph.param_bytes()[i])));
-    f[p][4] = static_cast<float>(std::log1p(static_cast<double>(din)));
-    f[p][5] = static_cast<float>(std::log1p(static_cast<double>(dout)));
+    f[p][4] = static_cast<float>(std::log1p(static_cast<double>(graph.in_degree(v))));
+    f[p][5] = static_cast<float>(std::log1p(static_cast<double>(graph.out_degree(v))));
     f[p][6] = static_cast<float>(graph.layer()[i]);
     // Phase one-hot, columns 7..10.
     f[p][7 + static_cast<std::int64_t>(graph.phase()[i])] = 1.0F;
@@ -180,10 +194,10 @@ GraphTensors make_graph_tensors(const core::CompiledGraph& graph) {
   auto mean = standardised.mean(0, true);
   auto std = standardised.std(0, /*unbiased=*/false, /*keepdim=*/true).clamp_min(1e-6);
   standardised.copy_((standardised - mean) / std);
+}
 
-  t.num_scope_layers = static_cast<std::int64_t>(scope_layer_ids.size());
-  add_units(graph, order, t);
-
+// The edges by position.
+void add_edges(const core::CompiledGraph& graph, const std::vector<NodeId>& rank, GraphTensors& t) {
   const auto m = static_cast<std::int64_t>(graph.num_edges());
   t.edge_src = torch::empty({m}, torch::kLong);
   t.edge_dst = torch::empty({m}, torch::kLong);
@@ -193,6 +207,21 @@ GraphTensors make_graph_tensors(const core::CompiledGraph& graph) {
     src[e] = rank[static_cast<std::size_t>(graph.edge_source(e))];
     dst[e] = rank[static_cast<std::size_t>(graph.out_target(e))];
   }
+}
+
+}  // namespace
+
+GraphTensors make_graph_tensors(const core::CompiledGraph& graph) {
+  GraphTensors t;
+  t.num_nodes = static_cast<std::int64_t>(graph.num_nodes());
+  std::vector<NodeId> order;
+  std::vector<NodeId> rank;
+  depth_first_order(graph, order, rank);
+  add_action_mask(graph, rank, t);
+  add_positions(graph, order, t);
+  add_numeric_features(graph, order, t);
+  add_units(graph, order, t);
+  add_edges(graph, rank, t);
   return t;
 }
 
