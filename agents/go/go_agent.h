@@ -15,6 +15,9 @@
 //   go_placement_scheduling, go_placement_fusion,
 //   go_scheduling_fusion                                     two tasks;
 //   go_multitask                                             all three.
+// The parts: the policy (go_model.h), PPO (go_ppo.h), the training loop and its callbacks
+// (go_training.h), the checkpoint and snapshot files (go_checkpoint.h), zero-shot's memory
+// repair (go_memory_repair.h); the agents built from them: go_one.cpp, go_transfer.cpp.
 // Options, defaults and their reasoning: docs/agents.md "GO".
 #pragma once
 
@@ -85,14 +88,6 @@ struct GoOptions {
 /// op on device 0 with `single_device`), FIFO scheduling, XLA-style fusion for whatever
 /// placement the decision has.
 [[nodiscard]] DecisionBase tf_default_base(const Problem& problem, bool single_device = false);
-
-/// Checkpoint file format identifier and version, stored in every checkpoint.
-inline constexpr const char* kCheckpointFormat = "gopt-go-checkpoint";
-inline constexpr std::int64_t kCheckpointVersion = 1;
-
-/// The policy options stored in a checkpoint, as "key=value" text (for error messages and
-/// the results file).
-[[nodiscard]] std::string policy_options_text(const GoPolicyOptions& options);
 
 /// Registers go_one, go_pretrain, go_finetune and go_zero_shot, and the multi-task agents
 /// go_placement, go_scheduling, go_fusion, go_placement_scheduling, go_placement_fusion,

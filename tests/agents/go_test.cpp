@@ -17,6 +17,7 @@
 #include "agents/compute_threads.h"
 #include "agents/cpu_numerics.h"
 #include "agents/go/go_agent.h"
+#include "agents/go/go_checkpoint.h"
 #include "agents/go/go_features.h"
 #include "agents/go/go_inspect.h"
 #include "agents/go/go_memory_repair.h"

@@ -1,0 +1,410 @@
+#include "agents/go/go_checkpoint.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <sstream>
+#include <system_error>
+#include <utility>
+
+#include "core/errors.h"
+
+namespace gopt::agents::go {
+namespace {
+
+// The policy options as fields; the checkpoint stores them so that fine-tuning and
+// zero-shot rebuild the network the checkpoint was trained with.
+std::map<std::string, std::int64_t> policy_fields(const GoPolicyOptions& o) {
+  return {{"hidden", o.hidden()},
+          {"kind_embedding", o.kind_embedding()},
+          {"sage_layers", o.sage_layers()},
+          {"attention_layers", o.attention_layers()},
+          {"heads", o.heads()},
+          {"segment_length", o.segment_length()},
+          {"max_devices", o.max_devices()},
+          {"refine_passes", o.refine_passes()},
+          {"modulation", o.modulation() ? 1 : 0},
+          {"place", o.place() ? 1 : 0},
+          {"schedule", o.schedule() ? 1 : 0},
+          {"fuse", o.fuse() ? 1 : 0},
+          {"task_layers", o.task_layers() ? 1 : 0},
+          {"priority_levels", o.priority_levels()},
+          {"fusion_levels", o.fusion_levels()},
+          {"unit_decisions", o.unit_decisions() ? 1 : 0},
+          {"features", kNumericFeatures}};
+}
+
+// The fields a version-1 file may lack, with the value its policy had: the multi-task
+// fields (a placement-only policy), unit decisions (per op) and the feature count (before
+// the memory columns, 20 per op).
+const std::map<std::string, std::int64_t>& version1_defaults() {
+  static const std::map<std::string, std::int64_t> defaults = {
+      {"place", 1},           {"schedule", 0},      {"fuse", 0},           {"task_layers", 0},
+      {"priority_levels", 8}, {"fusion_levels", 4}, {"unit_decisions", 0}, {"features", 20}};
+  return defaults;
+}
+
+// The format tag and version an archive records ("" and 0 when it records none).
+struct Format {
+  std::string tag;
+  std::int64_t version = 0;
+};
+
+Format read_format(torch::serialize::InputArchive& archive) {
+  Format format;
+  c10::IValue v;
+  if (archive.try_read("format", v) && v.isString()) format.tag = v.toStringRef();
+  if (archive.try_read("version", v) && v.isInt()) format.version = v.toInt();
+  return format;
+}
+
+void check_version(const Format& format, std::int64_t current, const std::string& what,
+                   const std::string& path) {
+  if (format.version < 1 || format.version > current) {
+    throw core::InputError(path, "version",
+                           what + " version " + std::to_string(format.version) +
+                               " is not one this build reads (1 to " + std::to_string(current) +
+                               ")");
+  }
+}
+
+// The policy an archive of `version` records: its "options" text (returned in
+// `options_text`) and its "policy" parameters. LibTorch errors propagate.
+GoPolicy read_policy(torch::serialize::InputArchive& archive, std::int64_t version,
+                     const std::string& path, std::string& options_text) {
+  c10::IValue text;
+  archive.read("options", text);
+  options_text = text.toStringRef();
+  GoPolicy policy(parse_policy_options(options_text, version, path));
+  torch::serialize::InputArchive policy_archive;
+  archive.read("policy", policy_archive);
+  policy->load(policy_archive);
+  return policy;
+}
+
+void write_policy_and_optimizer(torch::serialize::OutputArchive& archive,
+                                const TrainedPolicy& trained) {
+  torch::serialize::OutputArchive policy_archive;
+  trained.policy->save(policy_archive);
+  archive.write("policy", policy_archive);
+  torch::serialize::OutputArchive optimizer_archive;
+  trained.optimizer->save(optimizer_archive);
+  archive.write("optimizer", optimizer_archive);
+}
+
+// Writes `archive` to `path` through a temporary file and a rename, so that a reader (or a
+// later run, after a crash mid-write) never sees half a file; `what` names it in errors.
+void save_atomically(torch::serialize::OutputArchive& archive, const std::string& path,
+                     const std::string& what) {
+  const std::filesystem::path target(path);
+  if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path());
+  const std::string temporary = path + ".tmp";
+  try {
+    archive.save_to(temporary);
+  } catch (const c10::Error& e) {
+    throw core::Error("writing " + what + " " + path + ": " + e.what_without_backtrace());
+  }
+  std::filesystem::rename(temporary, target);
+}
+
+void write_ints(torch::serialize::OutputArchive& archive, const std::string& key,
+                const std::vector<std::int32_t>& values) {
+  auto t = torch::empty({static_cast<std::int64_t>(values.size())}, torch::kInt);
+  std::copy(values.begin(), values.end(), t.data_ptr<std::int32_t>());
+  archive.write(key, t);
+}
+
+std::optional<std::vector<std::int32_t>> read_ints(torch::serialize::InputArchive& archive,
+                                                   const std::string& key) {
+  torch::Tensor t;
+  if (!archive.try_read(key, t)) return std::nullopt;
+  t = t.to(torch::kInt).contiguous();
+  const auto* p = t.data_ptr<std::int32_t>();
+  return std::vector<std::int32_t>(p, p + t.numel());
+}
+
+// The learning curve as a [points, 5] double tensor: step, samples, best and mean step
+// time, wall seconds.
+torch::Tensor curve_tensor(const std::vector<LearningCurvePoint>& points) {
+  auto curve = torch::empty({static_cast<std::int64_t>(points.size()), 5}, torch::kDouble);
+  auto c = curve.accessor<double, 2>();
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const auto row = static_cast<std::int64_t>(i);
+    c[row][0] = static_cast<double>(points[i].step);
+    c[row][1] = static_cast<double>(points[i].samples);
+    c[row][2] = points[i].best_step_time_s;
+    c[row][3] = points[i].mean_step_time_s;
+    c[row][4] = points[i].wall_s;
+  }
+  return curve;
+}
+
+std::vector<LearningCurvePoint> curve_points(torch::Tensor curve) {
+  curve = curve.to(torch::kDouble).contiguous();
+  std::vector<LearningCurvePoint> points;
+  auto c = curve.accessor<double, 2>();
+  for (std::int64_t row = 0; row < curve.size(0); ++row) {
+    LearningCurvePoint p;
+    p.step = static_cast<std::int64_t>(c[row][0]);
+    p.samples = static_cast<std::int64_t>(c[row][1]);
+    p.best_step_time_s = c[row][2];
+    p.mean_step_time_s = c[row][3];
+    p.wall_s = c[row][4];
+    points.push_back(p);
+  }
+  return points;
+}
+
+// Reads a snapshot's per-graph state; false when it is not for graphs of `task_nodes` ops.
+bool read_tasks(torch::serialize::InputArchive& archive,
+                const std::vector<std::int64_t>& task_nodes,
+                std::vector<TrainingSnapshot::Task>& tasks) {
+  c10::IValue v;
+  archive.read("tasks", v);
+  if (v.toInt() != static_cast<std::int64_t>(task_nodes.size())) return false;
+  for (std::size_t i = 0; i < task_nodes.size(); ++i) {
+    archive.read("task" + std::to_string(i) + ".nodes", v);
+    if (v.toInt() != task_nodes[i]) return false;
+  }
+  for (std::size_t i = 0; i < task_nodes.size(); ++i) {
+    const std::string key = "task" + std::to_string(i) + ".";
+    TrainingSnapshot::Task t;
+    t.nodes = task_nodes[i];
+    archive.read(key + "samples", v);
+    t.samples = v.toInt();
+    archive.read(key + "best_s", v);
+    t.best_s = v.toDouble();
+    archive.read(key + "reference_s", v);
+    t.reference_s = v.toDouble();
+    t.best.placement = read_ints(archive, key + "placement");
+    t.best.priority = read_ints(archive, key + "priority");
+    t.best.fusion = read_ints(archive, key + "fusion");
+    tasks.push_back(std::move(t));
+  }
+  return true;
+}
+
+// The model selection's state. A version-1 snapshot from before validation existed has
+// none: no check yet (the defaults).
+void read_model_selection(torch::serialize::InputArchive& archive, std::int64_t version,
+                          TrainingSnapshot& snapshot) {
+  c10::IValue best;
+  c10::IValue steps;
+  if (version < 2) {
+    if (archive.try_read("best_validation", best)) snapshot.best_validation = best.toDouble();
+    if (archive.try_read("best_validation_steps", steps)) {
+      snapshot.best_validation_steps = steps.toInt();
+    }
+    return;
+  }
+  archive.read("best_validation", best);
+  archive.read("best_validation_steps", steps);
+  snapshot.best_validation = best.toDouble();
+  snapshot.best_validation_steps = steps.toInt();
+}
+
+}  // namespace
+
+void TrainedPolicy::make_optimizer(double learning_rate) {
+  optimizer = std::make_unique<torch::optim::Adam>(policy->parameters(),
+                                                   torch::optim::AdamOptions(learning_rate));
+}
+
+void TrainedPolicy::set_learning_rate(double learning_rate) {
+  for (auto& group : optimizer->param_groups()) {
+    static_cast<torch::optim::AdamOptions&>(group.options()).lr(learning_rate);
+  }
+}
+
+std::string policy_options_text(const GoPolicyOptions& options) {
+  std::string text;
+  for (const auto& [key, value] : policy_fields(options)) {
+    if (!text.empty()) text += ";";
+    text += key + "=" + std::to_string(value);
+  }
+  return text;
+}
+
+void migrate_policy_fields(std::map<std::string, std::int64_t>& fields) {
+  for (const auto& [key, value] : version1_defaults()) fields.emplace(key, value);
+}
+
+GoPolicyOptions parse_policy_options(const std::string& text, std::int64_t version,
+                                     const std::string& path) {
+  std::map<std::string, std::int64_t> values;
+  std::istringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ';')) {
+    auto eq = item.find('=');
+    if (eq == std::string::npos) continue;
+    try {
+      values[item.substr(0, eq)] = std::stoll(item.substr(eq + 1));
+    } catch (const std::exception&) {
+      throw core::InputError(path, "options", "unreadable policy option '" + item + "'");
+    }
+  }
+  if (version < 2) migrate_policy_fields(values);
+  for (const auto& field : policy_fields(GoPolicyOptions())) {
+    if (values.count(field.first) == 0) {
+      throw core::InputError(path, "options",
+                             "the checkpoint does not record '" + field.first + "'");
+    }
+  }
+  if (values["features"] != kNumericFeatures) {
+    throw core::InputError(path, "options.features",
+                           "the policy reads " + std::to_string(values["features"]) +
+                               " features per op and this build computes " +
+                               std::to_string(kNumericFeatures) +
+                               " (a GO policy from before 2026-11-22: pretrain it again)");
+  }
+  return GoPolicyOptions()
+      .hidden(values["hidden"])
+      .kind_embedding(values["kind_embedding"])
+      .sage_layers(values["sage_layers"])
+      .attention_layers(values["attention_layers"])
+      .heads(values["heads"])
+      .segment_length(values["segment_length"])
+      .max_devices(values["max_devices"])
+      .refine_passes(values["refine_passes"])
+      .modulation(values["modulation"] != 0)
+      .place(values["place"] != 0)
+      .schedule(values["schedule"] != 0)
+      .fuse(values["fuse"] != 0)
+      .task_layers(values["task_layers"] != 0)
+      .priority_levels(values["priority_levels"])
+      .fusion_levels(values["fusion_levels"])
+      .unit_decisions(values["unit_decisions"] != 0);
+}
+
+void save_checkpoint(const std::string& path, const TrainedPolicy& trained) {
+  torch::serialize::OutputArchive archive;
+  archive.write("format", c10::IValue(std::string(kCheckpointFormat)));
+  archive.write("version", c10::IValue(kCheckpointVersion));
+  archive.write("options", c10::IValue(policy_options_text(trained.policy->options)));
+  archive.write("steps", c10::IValue(trained.updates));
+  write_policy_and_optimizer(archive, trained);
+  save_atomically(archive, path, "GO checkpoint");
+}
+
+TrainedPolicy load_checkpoint(const std::string& path, double learning_rate) {
+  if (!std::filesystem::exists(path)) {
+    throw core::InputError(path, "checkpoint", "no such file (run go_pretrain first)");
+  }
+  TrainedPolicy trained;
+  std::string problem;
+  try {
+    torch::serialize::InputArchive archive;
+    archive.load_from(path);
+    const Format format = read_format(archive);
+    if (format.tag != kCheckpointFormat) {
+      throw core::InputError(path, "format", "not a GO checkpoint (no gopt-go-checkpoint tag)");
+    }
+    check_version(format, kCheckpointVersion, "checkpoint", path);
+    c10::IValue steps;
+    archive.read("steps", steps);
+    std::string options_text;
+    trained.policy = read_policy(archive, format.version, path, options_text);
+    trained.make_optimizer(learning_rate);
+    torch::serialize::InputArchive optimizer_archive;
+    archive.read("optimizer", optimizer_archive);
+    trained.optimizer->load(optimizer_archive);
+    trained.set_learning_rate(learning_rate);
+    trained.updates = steps.toInt();
+  } catch (const c10::Error& e) {
+    problem = e.what_without_backtrace();
+  }
+  if (!problem.empty()) {
+    throw core::InputError(
+        path, "checkpoint",
+        "corrupt or mismatched GO checkpoint: " + problem.substr(0, problem.find('\n')));
+  }
+  return trained;
+}
+
+GoPolicy read_any_policy(const std::string& path, std::int64_t& updates,
+                         std::string& options_text) {
+  torch::serialize::InputArchive archive;
+  archive.load_from(path);
+  const Format format = read_format(archive);
+  const bool checkpoint = format.tag == kCheckpointFormat;
+  if (!checkpoint && format.tag != kSnapshotFormat) {
+    throw core::InputError(path, "format", "not a GO checkpoint or training snapshot");
+  }
+  check_version(format, checkpoint ? kCheckpointVersion : kSnapshotVersion,
+                checkpoint ? "checkpoint" : "training snapshot", path);
+  c10::IValue steps;
+  archive.read(checkpoint ? "steps" : "trained_steps", steps);
+  updates = steps.toInt();
+  return read_policy(archive, format.version, path, options_text);
+}
+
+void write_snapshot(const std::string& path, const TrainingSnapshot& snapshot,
+                    const TrainedPolicy& policy) {
+  torch::serialize::OutputArchive archive;
+  archive.write("format", c10::IValue(std::string(kSnapshotFormat)));
+  archive.write("version", c10::IValue(kSnapshotVersion));
+  archive.write("identity", c10::IValue(snapshot.identity));
+  archive.write("options", c10::IValue(snapshot.options));
+  archive.write("steps", c10::IValue(snapshot.steps));
+  archive.write("trained_steps", c10::IValue(snapshot.updates));
+  archive.write("best_validation", c10::IValue(snapshot.best_validation));
+  archive.write("best_validation_steps", c10::IValue(snapshot.best_validation_steps));
+  archive.write("rng", c10::IValue(snapshot.rng));
+  archive.write("generator", snapshot.generator);
+  write_policy_and_optimizer(archive, policy);
+  archive.write("tasks", c10::IValue(static_cast<std::int64_t>(snapshot.tasks.size())));
+  for (std::size_t i = 0; i < snapshot.tasks.size(); ++i) {
+    const std::string key = "task" + std::to_string(i) + ".";
+    const TrainingSnapshot::Task& task = snapshot.tasks[i];
+    archive.write(key + "nodes", c10::IValue(task.nodes));
+    archive.write(key + "samples", c10::IValue(task.samples));
+    archive.write(key + "best_s", c10::IValue(task.best_s));
+    archive.write(key + "reference_s", c10::IValue(task.reference_s));
+    if (task.best.placement) write_ints(archive, key + "placement", *task.best.placement);
+    if (task.best.priority) write_ints(archive, key + "priority", *task.best.priority);
+    if (task.best.fusion) write_ints(archive, key + "fusion", *task.best.fusion);
+  }
+  archive.write("curve", curve_tensor(snapshot.curve));
+  save_atomically(archive, path, "training snapshot");
+}
+
+std::optional<SnapshotFile> read_snapshot(const std::string& path, const std::string& identity,
+                                          const std::string& options_text,
+                                          const std::vector<std::int64_t>& task_nodes) {
+  std::error_code ec;
+  if (path.empty() || !std::filesystem::exists(path, ec)) return std::nullopt;
+  try {
+    SnapshotFile file;
+    torch::serialize::InputArchive archive;
+    archive.load_from(path);
+    const Format format = read_format(archive);
+    c10::IValue v;
+    auto text = [&](const char* key) {
+      return archive.try_read(key, v) && v.isString() ? v.toStringRef() : std::string();
+    };
+    TrainingSnapshot& s = file.snapshot;
+    s.identity = text("identity");
+    s.options = text("options");
+    if (format.tag != kSnapshotFormat || format.version < 1 || format.version > kSnapshotVersion ||
+        s.identity != identity || s.options != options_text ||
+        !read_tasks(archive, task_nodes, s.tasks)) {
+      return std::nullopt;
+    }
+    archive.read("steps", v);
+    s.steps = v.toInt();
+    archive.read("trained_steps", v);
+    s.updates = v.toInt();
+    read_model_selection(archive, format.version, s);
+    s.rng = text("rng");
+    archive.read("generator", s.generator);
+    torch::Tensor curve;
+    archive.read("curve", curve);
+    s.curve = curve_points(curve);
+    archive.read("policy", file.policy);
+    archive.read("optimizer", file.optimizer);
+    return file;
+  } catch (const c10::Error&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace gopt::agents::go

@@ -1,0 +1,121 @@
+// GO's two files: the checkpoint a pretrained policy travels in (go_pretrain writes it,
+// go_finetune and go_zero_shot read it) and the training snapshot an interrupted run
+// resumes from (TrainSnapshots). Both are LibTorch archives tagged with a format and a
+// version. Readers take the current version, in which every field is required, and
+// migrate the older ones; a version this build does not know is an error naming the file.
+//
+//   Checkpoint versions:
+//     1  the policy options text may lack the fields added after the first checkpoints
+//        (the multi-task fields, unit_decisions, features); migrate_policy_fields() fills
+//        them with what such a file's policy was.
+//     2  every policy option is recorded.
+//   Snapshot versions:
+//     1  may lack the model-selection state (best_validation, best_validation_steps).
+//     2  records it.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agents/agent.h"
+#include "agents/go/go_model.h"
+
+namespace gopt::agents::go {
+
+/// Checkpoint file format identifier and version, stored in every checkpoint.
+inline constexpr const char* kCheckpointFormat = "gopt-go-checkpoint";
+inline constexpr std::int64_t kCheckpointVersion = 2;
+/// Training snapshot format identifier and version.
+inline constexpr const char* kSnapshotFormat = "gopt-go-training-snapshot";
+inline constexpr std::int64_t kSnapshotVersion = 2;
+
+/// A GO policy with what training it further needs: its Adam optimizer and the updates
+/// behind it. What a checkpoint holds.
+struct TrainedPolicy {
+  GoPolicy policy{nullptr};
+  std::unique_ptr<torch::optim::Adam> optimizer;
+  std::int64_t updates = 0;
+
+  /// A new Adam optimizer over the policy's parameters.
+  void make_optimizer(double learning_rate);
+  /// Sets the learning rate of every parameter group.
+  void set_learning_rate(double learning_rate);
+};
+
+/// The policy options stored in a checkpoint, as "key=value" text (for error messages and
+/// the results file).
+[[nodiscard]] std::string policy_options_text(const GoPolicyOptions& options);
+
+/// Version 1's policy fields brought to version 2: the fields a version-1 file may lack get
+/// the value its policy had (placement only, per-op decisions, 20 features per op).
+void migrate_policy_fields(std::map<std::string, std::int64_t>& fields);
+
+/// Reads the policy options text of a file of format `version` (checkpoint and snapshot
+/// versions migrate alike). InputError naming `path` for a missing field, or a policy that
+/// reads another number of features than this build computes.
+[[nodiscard]] GoPolicyOptions parse_policy_options(const std::string& text, std::int64_t version,
+                                                   const std::string& path);
+
+/// Writes `policy` to `path` as a checkpoint of the current version (atomically, through a
+/// temporary file).
+void save_checkpoint(const std::string& path, const TrainedPolicy& policy);
+
+/// Reads the checkpoint at `path`, of any version this build reads; the optimizer takes
+/// `learning_rate`. InputError naming the file for a missing, corrupt or mismatched one.
+[[nodiscard]] TrainedPolicy load_checkpoint(const std::string& path, double learning_rate);
+
+/// The policy of a checkpoint or a training snapshot, and the updates behind it
+/// (`gopt agents inspect`); `options_text` receives its options as recorded.
+[[nodiscard]] GoPolicy read_any_policy(const std::string& path, std::int64_t& updates,
+                                       std::string& options_text);
+
+/// Everything a training run's remaining updates depend on besides the policy and its
+/// optimizer: the random streams, every graph's samples, best decision and reward
+/// reference, the model selection's best score, and the learning curve so far.
+struct TrainingSnapshot {
+  struct Task {
+    std::int64_t nodes = 0;  ///< the graph's ops (a snapshot of other graphs is not used)
+    std::int64_t samples = 0;
+    double best_s = 0;
+    double reference_s = 0;
+    core::Decision best;
+  };
+  std::string identity;      ///< TrainSnapshots::identity
+  std::string options;       ///< policy_options_text of the policy
+  std::int64_t steps = 0;    ///< updates of this training run
+  std::int64_t updates = 0;  ///< updates behind the policy (TrainedPolicy::updates)
+  double best_validation = std::numeric_limits<double>::infinity();
+  std::int64_t best_validation_steps = 0;
+  std::string rng;          ///< the agent's core::Rng engine, as text
+  torch::Tensor generator;  ///< the sampling generator's state
+  std::vector<Task> tasks;
+  std::vector<LearningCurvePoint> curve;
+};
+
+/// Writes `snapshot` and `policy` to `path` (atomically).
+void write_snapshot(const std::string& path, const TrainingSnapshot& snapshot,
+                    const TrainedPolicy& policy);
+
+/// A snapshot as read, with its policy and optimizer archives not yet applied.
+struct SnapshotFile {
+  TrainingSnapshot snapshot;
+  torch::serialize::InputArchive policy;
+  torch::serialize::InputArchive optimizer;
+};
+
+/// Reads the snapshot at `path` when it is one of `identity` for a policy of
+/// `options_text` on graphs of `task_nodes` ops each; nullopt when there is none, it
+/// belongs to something else, or it does not read as a snapshot (training then starts over
+/// and replaces it).
+[[nodiscard]] std::optional<SnapshotFile> read_snapshot(
+    const std::string& path, const std::string& identity, const std::string& options_text,
+    const std::vector<std::int64_t>& task_nodes);
+
+}  // namespace gopt::agents::go

@@ -1,0 +1,134 @@
+// The transfer-learning agents: go_pretrain trains one policy on a set of graphs and writes
+// it to a checkpoint; go_finetune and go_zero_shot read it for a held-out graph.
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "agents/go/go_learner.h"
+#include "agents/go/go_memory_repair.h"
+#include "agents/torch_utils.h"
+#include "core/errors.h"
+
+namespace gopt::agents::go {
+namespace {
+
+class GoPretrainAgent final : public GoAgentBase<TransferableAgent> {
+ public:
+  explicit GoPretrainAgent(GoOptions options) : GoAgentBase(std::move(options)) {}
+
+  std::string checkpoint_path() const override { return go_.options().checkpoint; }
+  void set_validation(std::vector<Environment*> environments) override {
+    validation_ = std::move(environments);
+  }
+  std::int64_t checkpoint_steps() const override { return checkpoint_steps_; }
+
+  void train(Environment& env, const TrainBudget& budget, TrainingObserver* observer) override {
+    train_on_set({&env}, budget, observer);
+  }
+
+  void train_on_set(const std::vector<Environment*>& environments, const TrainBudget& budget,
+                    TrainingObserver* observer) override {
+    const GoOptions& o = go_.options();
+    if (environments.empty()) {
+      throw core::Error(name() + ": pretraining needs at least one training graph");
+    }
+    go_.create_policy(core::mix_seed(o.seed, environments.front()->problem().seed));
+    std::vector<PpoTask> tasks;
+    for (auto* env : environments) tasks.push_back(go_.task_for(*env));
+    TrainingLoop loop = go_.loop();
+    loop.batches(o.graphs_per_batch, o.switch_steps);
+    ModelSelection* selection = nullptr;
+    if (!validation_.empty()) {
+      if (o.checkpoint.empty()) {
+        throw core::Error(name() +
+                          ": validation graphs need a checkpoint file to keep the best "
+                          "policy in");
+      }
+      std::vector<ValidationGraph> graphs;
+      for (auto* env : validation_) graphs.push_back(go_.validation_graph_for(*env));
+      selection = &loop.add(std::make_unique<ModelSelection>(std::move(graphs), o.validate_every,
+                                                             o.checkpoint, o.memory_repairs,
+                                                             o.ppo.exploration_block));
+    }
+    go_.train(loop, tasks, budget, observer);
+    if (selection) {
+      // The checkpoint was written at each new best, the last update included.
+      checkpoint_steps_ = selection->best_updates();
+    } else {
+      checkpoint_steps_ = go_.trained().updates;
+      if (!o.checkpoint.empty()) save_checkpoint(o.checkpoint);
+    }
+  }
+
+  void save_checkpoint(const std::string& path) const override {
+    if (!go_.has_policy()) throw core::Error(name() + ": no policy to save (train first)");
+    go::save_checkpoint(path, go_.trained());
+  }
+
+ private:
+  void prepare(const Problem& problem) override {
+    go_.create_policy(core::mix_seed(go_.options().seed, problem.seed));
+  }
+
+  std::vector<Environment*> validation_;
+  std::int64_t checkpoint_steps_ = 0;
+};
+
+class GoFinetuneAgent final : public GoAgentBase<Agent> {
+ public:
+  explicit GoFinetuneAgent(GoOptions options) : GoAgentBase(std::move(options)) {}
+
+  void train(Environment& env, const TrainBudget& budget, TrainingObserver* observer) override {
+    const GoOptions& o = go_.options();
+    if (!go_.has_policy()) go_.load_policy();
+    go_.reseed(core::mix_seed(o.seed, env.problem().seed));
+    TrainingLoop loop = go_.loop();
+    loop.max_updates(o.finetune_steps);
+    std::vector<PpoTask> tasks;
+    tasks.push_back(go_.task_for(env));
+    go_.train(loop, tasks, budget, observer);
+  }
+
+ private:
+  void prepare(const Problem& /*problem*/) override { go_.load_policy(); }
+};
+
+// The greedy placement of the loaded policy, moved into memory if it does not fit
+// (memory_fitting_decision); no parameter changes.
+class GoZeroShotAgent final : public GoAgentBase<Agent> {
+ public:
+  explicit GoZeroShotAgent(GoOptions options) : GoAgentBase(std::move(options)) {}
+
+  void train(Environment& env, const TrainBudget& /*budget*/,
+             TrainingObserver* /*observer*/) override {
+    const GoOptions& o = go_.options();
+    if (!go_.has_policy()) go_.load_policy();
+    const Problem& problem = env.problem();
+    go_.check_devices(problem);
+    const DecisionBase base = go_.base_for(problem);
+    GraphTensors tensors = go_.tensors_for(problem, base);
+    const SubnormalsFlushed flushed;
+    GoPolicy policy = go_.trained().policy;
+    go_.remember(problem, memory_fitting_decision(policy, tensors, env, base, o.memory_repairs,
+                                                  o.ppo.exploration_block));
+  }
+
+ private:
+  void prepare(const Problem& /*problem*/) override { go_.load_policy(); }
+};
+
+}  // namespace
+
+std::unique_ptr<Agent> make_go_pretrain(const GoOptions& options) {
+  return std::make_unique<GoPretrainAgent>(options);
+}
+
+std::unique_ptr<Agent> make_go_finetune(const GoOptions& options) {
+  return std::make_unique<GoFinetuneAgent>(options);
+}
+
+std::unique_ptr<Agent> make_go_zero_shot(const GoOptions& options) {
+  return std::make_unique<GoZeroShotAgent>(options);
+}
+
+}  // namespace gopt::agents::go

@@ -1,0 +1,158 @@
+// The GO checkpoint's versions (agents/go/go_checkpoint.h): a version-1 file written by gopt
+// before the version bump still loads, one from before the multi-task and unit-decision
+// fields migrates to what its policy was, and the current version requires every field.
+//
+// tests/data/go/checkpoint_v1.ckpt was written by `gopt run` at version 1 (go_pretrain,
+// 2 updates on mlp_tiny for p100x2_pcie, options hidden 8, kind_embedding 4, sage_layers
+// 1, attention_layers 1, heads 1, segment_length 4, max_devices 2).
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "agents/go/go_checkpoint.h"
+#include "agents/go/go_inspect.h"
+#include "agents/go/go_ppo.h"
+#include "agents/registry.h"
+#include "core/errors.h"
+#include "tests/agents/agents_test_util.h"
+#include "tests/support/expect_error.h"
+#include "tests/support/files.h"
+
+namespace gopt::agents::go {
+namespace {
+
+const std::string kVersion1 = std::string(GOPT_TEST_DATA_DIR) + "/go/checkpoint_v1.ckpt";
+
+// The policy options text of the fixture without the fields a version-1 file may lack.
+std::string text_without_later_fields(const GoPolicyOptions& options, bool features) {
+  const std::string all = policy_options_text(options);
+  std::string text;
+  for (const char* key :
+       {"hidden=", "kind_embedding=", "sage_layers=", "attention_layers=", "heads=",
+        "segment_length=", "max_devices=", "refine_passes=", "modulation=", "features="}) {
+    if (std::string(key) == "features=" && !features) continue;
+    const auto at = all.find(key);
+    text += (text.empty() ? "" : ";") + all.substr(at, all.find(';', at) - at);
+  }
+  return text;
+}
+
+class GoCheckpointVersionTest : public ::testing::Test {
+ protected:
+  // A checkpoint of `policy` tagged with `version` and recording `options_text`, as a
+  // writer of that version did.
+  std::string write(const std::string& name, std::int64_t version, const std::string& options_text,
+                    const GoPolicy& policy) const {
+    const std::string path = dir_ + "/" + name;
+    torch::serialize::OutputArchive archive;
+    archive.write("format", c10::IValue(std::string(kCheckpointFormat)));
+    archive.write("version", c10::IValue(version));
+    archive.write("options", c10::IValue(options_text));
+    archive.write("steps", c10::IValue(std::int64_t{7}));
+    torch::serialize::OutputArchive policy_archive;
+    policy->save(policy_archive);
+    archive.write("policy", policy_archive);
+    torch::optim::Adam adam(policy->parameters(), torch::optim::AdamOptions(1e-3));
+    torch::serialize::OutputArchive optimizer_archive;
+    adam.save(optimizer_archive);
+    archive.write("optimizer", optimizer_archive);
+    archive.save_to(path);
+    return path;
+  }
+
+  const std::string dir_ =
+      gopt::testing::make_temp_dir(std::string("gopt_go_version_") +
+                                   ::testing::UnitTest::GetInstance()->current_test_info()->name());
+};
+
+TEST_F(GoCheckpointVersionTest, AVersion1FileWrittenBeforeTheBumpLoads) {
+  const TrainedPolicy trained = load_checkpoint(kVersion1, 1e-3);
+  EXPECT_EQ(trained.updates, 2);
+  const auto& o = trained.policy->options;
+  EXPECT_EQ(o.hidden(), 8);
+  EXPECT_EQ(o.segment_length(), 4);
+  EXPECT_EQ(o.max_devices(), 2);
+  EXPECT_TRUE(o.place());
+  EXPECT_FALSE(o.unit_decisions());
+  for (const auto& group : trained.optimizer->param_groups()) {
+    EXPECT_EQ(static_cast<const torch::optim::AdamOptions&>(group.options()).lr(), 1e-3);
+  }
+
+  // Through the agent that reads it: go_zero_shot places a graph on two devices with it.
+  testing::ProblemFixture f(testing::parallel_chains(2, 3), "p100x2_pcie", 1);
+  AgentRegistry r;
+  register_builtin_agents(r);
+  const auto decision = r.create("go_zero_shot", {{"checkpoint", kVersion1}})->propose(f.problem);
+  ASSERT_TRUE(decision.placement.has_value());
+  EXPECT_EQ(static_cast<std::int64_t>(decision.placement->size()), f.compiled.num_nodes());
+  GoPolicy policy = trained.policy;
+  EXPECT_EQ(decision.placement,
+            greedy_decision(policy, make_graph_tensors(f.compiled), f.problem).placement);
+  EXPECT_EQ(placement_spread(kVersion1, f.compiled, 2).updates, 2);
+}
+
+TEST_F(GoCheckpointVersionTest, AVersion1FileWithoutTheLaterFieldsMigrates) {
+  GoPolicy fixture = load_checkpoint(kVersion1, 1e-3).policy;
+  const std::string older =
+      write("older.ckpt", 1, text_without_later_fields(fixture->options, true), fixture);
+  GoPolicy migrated = load_checkpoint(older, 1e-3).policy;
+  EXPECT_EQ(policy_options_text(migrated->options), policy_options_text(fixture->options));
+  testing::ProblemFixture f(testing::parallel_chains(2, 3), "p100x2_pcie", 1);
+  const GraphTensors tensors = make_graph_tensors(f.compiled);
+  EXPECT_EQ(greedy_decision(migrated, tensors, f.problem).placement,
+            greedy_decision(fixture, tensors, f.problem).placement);
+
+  // Older still: no feature count, a policy of 20 features per op.
+  const std::string oldest =
+      write("oldest.ckpt", 1, text_without_later_fields(fixture->options, false), fixture);
+  const auto message = gopt::testing::error_of([&] { (void)load_checkpoint(oldest, 1e-3); });
+  EXPECT_TRUE(gopt::testing::contains(message, "reads 20 features")) << message;
+  EXPECT_TRUE(gopt::testing::contains(message, "pretrain it again")) << message;
+}
+
+TEST_F(GoCheckpointVersionTest, Version2RequiresEveryFieldAndLaterVersionsAreRefused) {
+  GoPolicy fixture = load_checkpoint(kVersion1, 1e-3).policy;
+  const std::string missing =
+      write("missing.ckpt", 2, text_without_later_fields(fixture->options, true), fixture);
+  auto message = gopt::testing::error_of([&] { (void)load_checkpoint(missing, 1e-3); });
+  EXPECT_TRUE(gopt::testing::contains(message, missing)) << message;
+  EXPECT_TRUE(gopt::testing::contains(message, "does not record 'fuse'")) << message;
+
+  const std::string later =
+      write("later.ckpt", kCheckpointVersion + 1, policy_options_text(fixture->options), fixture);
+  message = gopt::testing::error_of([&] { (void)load_checkpoint(later, 1e-3); });
+  EXPECT_TRUE(gopt::testing::contains(message, later)) << message;
+  EXPECT_TRUE(gopt::testing::contains(message, "version " + std::to_string(kCheckpointVersion + 1) +
+                                                   " is not one this build reads"))
+      << message;
+}
+
+TEST_F(GoCheckpointVersionTest, CheckpointsAreWrittenAtTheCurrentVersion) {
+  TrainedPolicy trained = load_checkpoint(kVersion1, 1e-3);
+  const std::string path = dir_ + "/current.ckpt";
+  save_checkpoint(path, trained);
+  torch::serialize::InputArchive archive;
+  archive.load_from(path);
+  c10::IValue version;
+  archive.read("version", version);
+  EXPECT_EQ(version.toInt(), kCheckpointVersion);
+  const TrainedPolicy again = load_checkpoint(path, 1e-3);
+  EXPECT_EQ(again.updates, 2);
+  EXPECT_EQ(policy_options_text(again.policy->options),
+            policy_options_text(trained.policy->options));
+}
+
+TEST(GoCheckpointMigrationTest, Version1FieldsFillOnlyWhatIsMissing) {
+  std::map<std::string, std::int64_t> fields = {{"hidden", 8}, {"schedule", 1}};
+  migrate_policy_fields(fields);
+  EXPECT_EQ(fields["hidden"], 8);
+  EXPECT_EQ(fields["schedule"], 1);  // recorded: kept
+  EXPECT_EQ(fields["place"], 1);
+  EXPECT_EQ(fields["fuse"], 0);
+  EXPECT_EQ(fields["unit_decisions"], 0);
+  EXPECT_EQ(fields["features"], 20);
+}
+
+}  // namespace
+}  // namespace gopt::agents::go
