@@ -94,7 +94,8 @@ struct GoOptions {
 /// go_scheduling_fusion and go_multitask (issue #9).
 void register_go(AgentRegistry& registry);
 
-/// Creates a GO agent directly (tests).
+/// Creates the GO agent class `options.mode` names (go_one.cpp, go_transfer.cpp); register_go's
+/// factories and the tests create GO agents through it.
 [[nodiscard]] std::unique_ptr<Agent> make_go_agent(const GoOptions& options);
 
 }  // namespace gopt::agents::go

@@ -311,6 +311,8 @@ TrainedPolicy load_checkpoint(const std::string& path, double learning_rate) {
     trained.updates = steps.toInt();
   } catch (const c10::Error& e) {
     problem = e.what_without_backtrace();
+  } catch (const torch::jit::ObjectAttributeError& e) {  // a field the version requires
+    problem = e.what();
   }
   if (!problem.empty()) {
     throw core::InputError(
@@ -403,6 +405,8 @@ std::optional<SnapshotFile> read_snapshot(const std::string& path, const std::st
     archive.read("optimizer", file.optimizer);
     return file;
   } catch (const c10::Error&) {
+    return std::nullopt;
+  } catch (const torch::jit::ObjectAttributeError&) {  // a field the version requires
     return std::nullopt;
   }
 }

@@ -17,6 +17,8 @@ PlacementSpread placement_spread(const std::string& path, const core::CompiledGr
     policy = read_any_policy(path, spread.updates, spread.options);
   } catch (const c10::Error& e) {
     problem = e.what_without_backtrace();
+  } catch (const torch::jit::ObjectAttributeError& e) {  // a field the version requires
+    problem = e.what();
   }
   if (!problem.empty()) {
     throw core::InputError(

@@ -7,6 +7,7 @@
 // 1, attention_layers 1, heads 1, segment_length 4, max_devices 2).
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <map>
 #include <string>
 
@@ -141,6 +142,66 @@ TEST_F(GoCheckpointVersionTest, CheckpointsAreWrittenAtTheCurrentVersion) {
   EXPECT_EQ(again.updates, 2);
   EXPECT_EQ(policy_options_text(again.policy->options),
             policy_options_text(trained.policy->options));
+}
+
+// A snapshot archive of `version` for one graph of 7 ops, with the model selection's state
+// when `selection` (version 1 may lack it); policy and optimizer are stand-ins (read_snapshot
+// does not apply them).
+std::string write_snapshot_file(const std::string& path, std::int64_t version, bool selection) {
+  torch::serialize::OutputArchive archive;
+  archive.write("format", c10::IValue(std::string(kSnapshotFormat)));
+  archive.write("version", c10::IValue(version));
+  archive.write("identity", c10::IValue(std::string("job")));
+  archive.write("options", c10::IValue(std::string("hidden=8")));
+  archive.write("steps", c10::IValue(std::int64_t{3}));
+  archive.write("trained_steps", c10::IValue(std::int64_t{5}));
+  if (selection) {
+    archive.write("best_validation", c10::IValue(0.5));
+    archive.write("best_validation_steps", c10::IValue(std::int64_t{2}));
+  }
+  archive.write("rng", c10::IValue(std::string("1 2 3")));
+  archive.write("generator", torch::zeros({4}, torch::kByte));
+  for (const char* part : {"policy", "optimizer"}) {
+    torch::serialize::OutputArchive stand_in;
+    stand_in.write("x", torch::zeros({1}));
+    archive.write(part, stand_in);
+  }
+  archive.write("tasks", c10::IValue(std::int64_t{1}));
+  archive.write("task0.nodes", c10::IValue(std::int64_t{7}));
+  archive.write("task0.samples", c10::IValue(std::int64_t{12}));
+  archive.write("task0.best_s", c10::IValue(1.5));
+  archive.write("task0.reference_s", c10::IValue(2.0));
+  archive.write("curve", torch::tensor({1.0, 5.0, 1.5, 1.75, 0.25}, torch::kDouble).view({1, 5}));
+  archive.save_to(path);
+  return path;
+}
+
+TEST_F(GoCheckpointVersionTest, Version1SnapshotsWithoutModelSelectionMigrate) {
+  const auto read = [](const std::string& path) {
+    return read_snapshot(path, "job", "hidden=8", {7});
+  };
+  const auto v1 = read(write_snapshot_file(dir_ + "/v1.pt", 1, false));
+  ASSERT_TRUE(v1.has_value());
+  EXPECT_EQ(v1->snapshot.steps, 3);
+  EXPECT_EQ(v1->snapshot.updates, 5);
+  EXPECT_EQ(v1->snapshot.best_validation, std::numeric_limits<double>::infinity());
+  EXPECT_EQ(v1->snapshot.best_validation_steps, 0);
+  ASSERT_EQ(v1->snapshot.tasks.size(), 1u);
+  EXPECT_EQ(v1->snapshot.tasks[0].samples, 12);
+  ASSERT_EQ(v1->snapshot.curve.size(), 1u);
+  EXPECT_EQ(v1->snapshot.curve[0].mean_step_time_s, 1.75);
+
+  const auto v1_checked = read(write_snapshot_file(dir_ + "/v1_checked.pt", 1, true));
+  ASSERT_TRUE(v1_checked.has_value());
+  EXPECT_EQ(v1_checked->snapshot.best_validation, 0.5);
+  EXPECT_EQ(v1_checked->snapshot.best_validation_steps, 2);
+  EXPECT_TRUE(read(write_snapshot_file(dir_ + "/v2.pt", 2, true)).has_value());
+  // Version 2 requires the model selection's state: without it the file is not used.
+  EXPECT_FALSE(read(write_snapshot_file(dir_ + "/v2_missing.pt", 2, false)).has_value());
+  EXPECT_FALSE(read(write_snapshot_file(dir_ + "/v3.pt", kSnapshotVersion + 1, true)).has_value());
+  // Another job's, or other graphs': not used either.
+  EXPECT_FALSE(read_snapshot(dir_ + "/v2.pt", "other job", "hidden=8", {7}).has_value());
+  EXPECT_FALSE(read_snapshot(dir_ + "/v2.pt", "job", "hidden=8", {8}).has_value());
 }
 
 TEST(GoCheckpointMigrationTest, Version1FieldsFillOnlyWhatIsMissing) {
