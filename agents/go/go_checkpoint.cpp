@@ -275,6 +275,21 @@ GoPolicyOptions parse_policy_options(const std::string& text, std::int64_t versi
       .unit_decisions(values["unit_decisions"] != 0);
 }
 
+void read_or_input_error(const std::string& path, const std::string& field, const std::string& what,
+                         const std::function<void()>& read) {
+  std::string problem;
+  try {
+    read();
+  } catch (const c10::Error& e) {
+    problem = e.what_without_backtrace();
+  } catch (const torch::jit::ObjectAttributeError& e) {  // a field the version requires
+    problem = e.what();
+  }
+  if (!problem.empty()) {
+    throw core::InputError(path, field, what + ": " + problem.substr(0, problem.find('\n')));
+  }
+}
+
 void save_checkpoint(const std::string& path, const TrainedPolicy& trained) {
   torch::serialize::OutputArchive archive;
   archive.write("format", c10::IValue(std::string(kCheckpointFormat)));
@@ -290,8 +305,7 @@ TrainedPolicy load_checkpoint(const std::string& path, double learning_rate) {
     throw core::InputError(path, "checkpoint", "no such file (run go_pretrain first)");
   }
   TrainedPolicy trained;
-  std::string problem;
-  try {
+  read_or_input_error(path, "checkpoint", "corrupt or mismatched GO checkpoint", [&] {
     torch::serialize::InputArchive archive;
     archive.load_from(path);
     const Format format = read_format(archive);
@@ -309,16 +323,7 @@ TrainedPolicy load_checkpoint(const std::string& path, double learning_rate) {
     trained.optimizer->load(optimizer_archive);
     trained.set_learning_rate(learning_rate);
     trained.updates = steps.toInt();
-  } catch (const c10::Error& e) {
-    problem = e.what_without_backtrace();
-  } catch (const torch::jit::ObjectAttributeError& e) {  // a field the version requires
-    problem = e.what();
-  }
-  if (!problem.empty()) {
-    throw core::InputError(
-        path, "checkpoint",
-        "corrupt or mismatched GO checkpoint: " + problem.substr(0, problem.find('\n')));
-  }
+  });
   return trained;
 }
 

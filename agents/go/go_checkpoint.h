@@ -17,6 +17,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
@@ -62,6 +63,12 @@ void migrate_policy_fields(std::map<std::string, std::int64_t>& fields);
 /// reads another number of features than this build computes.
 [[nodiscard]] GoPolicyOptions parse_policy_options(const std::string& text, std::int64_t version,
                                                    const std::string& path);
+
+/// Runs `read`; a LibTorch error in it (a damaged file, or a field the file's version
+/// requires missing) becomes an InputError naming `path` and `field`: `what` and the
+/// error's first line. InputErrors from `read` pass unchanged.
+void read_or_input_error(const std::string& path, const std::string& field, const std::string& what,
+                         const std::function<void()>& read);
 
 /// Writes `policy` to `path` as a checkpoint of the current version (atomically, through a
 /// temporary file).

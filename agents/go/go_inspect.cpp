@@ -12,19 +12,8 @@ PlacementSpread placement_spread(const std::string& path, const core::CompiledGr
   if (!std::filesystem::exists(path)) throw core::InputError(path, "", "no such file");
   PlacementSpread spread;
   GoPolicy policy(nullptr);
-  std::string problem;
-  try {
-    policy = read_any_policy(path, spread.updates, spread.options);
-  } catch (const c10::Error& e) {
-    problem = e.what_without_backtrace();
-  } catch (const torch::jit::ObjectAttributeError& e) {  // a field the version requires
-    problem = e.what();
-  }
-  if (!problem.empty()) {
-    throw core::InputError(
-        path, "policy",
-        "corrupt GO checkpoint or snapshot: " + problem.substr(0, problem.find('\n')));
-  }
+  read_or_input_error(path, "policy", "corrupt GO checkpoint or snapshot",
+                      [&] { policy = read_any_policy(path, spread.updates, spread.options); });
   if (!policy->options.place()) {
     throw core::InputError(path, "options", "the policy does not decide placement");
   }
