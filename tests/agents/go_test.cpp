@@ -201,7 +201,7 @@ TEST(GoPolicyTest, SubnormalsAreFlushedOnlyWhileTheGuardLives) {
 // The two memory columns are absolute, not standardised per graph: the graph's total is
 // the same on every op and grows with the graph, and an op's own memory reads the same in
 // any graph.
-// scope_exploration's noise groups (docs/agents.md "What limits GO-one on the RNN graphs"):
+// scope_exploration's noise groups (docs/agents.md "Design decisions (GO)"):
 // on GNMT the encoder and the decoder layer with the same index are apart, a layer's
 // gradients are with it, and an op without a layer has no group.
 TEST(GoPolicyTest, ScopeLayersSeparateTheEncoderFromTheDecoderLayer) {
@@ -751,7 +751,7 @@ TEST_F(GoCheckpointTest, PlacementSpreadMeasuresACheckpointAndNamesABadFile) {
 // 3e-3 (the default before 2026-11-22), Adam's first, sign-like steps moved the whole
 // network at once: five updates on rnnlm_2 put every op on one device (p = 0.98, logit
 // spread 0.2-0.4), and longer runs left a constant function of the input
-// (docs/agents.md "Learning rate"). At 3e-4 five updates keep spreads of 1.4-2.2 and
+// (docs/agents.md "Design decisions (GO)"). At 3e-4 five updates keep spreads of 1.4-2.2 and
 // several devices in the greedy placement.
 TEST_F(GoCheckpointTest, DefaultTrainingKeepsThePolicyConditionedOnTheOp) {
   datasets::WorkloadRegistry workloads;
