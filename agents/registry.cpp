@@ -1,10 +1,9 @@
 #include "agents/registry.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstdlib>
 #include <iomanip>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 
@@ -24,57 +23,10 @@ const char* type_name(OptionType type) {
       return "true or false";
     case OptionType::kString:
       return "a string";
+    case OptionType::kList:
+      return "a comma-separated list";
   }
   return "a value";
-}
-
-bool parse_int(const std::string& text, std::int64_t* out) {
-  if (text.empty()) return false;
-  char* end = nullptr;
-  errno = 0;
-  long long v = std::strtoll(text.c_str(), &end, 10);
-  if (errno != 0 || *end != '\0') return false;
-  *out = v;
-  return true;
-}
-
-bool parse_double(const std::string& text, double* out) {
-  if (text.empty()) return false;
-  char* end = nullptr;
-  errno = 0;
-  double v = std::strtod(text.c_str(), &end);
-  if (errno != 0 || *end != '\0' || !std::isfinite(v)) return false;
-  *out = v;
-  return true;
-}
-
-bool parse_bool(const std::string& text, bool* out) {
-  if (text == "true" || text == "1" || text == "yes" || text == "on") {
-    *out = true;
-    return true;
-  }
-  if (text == "false" || text == "0" || text == "no" || text == "off") {
-    *out = false;
-    return true;
-  }
-  return false;
-}
-
-bool well_typed(OptionType type, const std::string& text) {
-  std::int64_t i = 0;
-  double d = 0;
-  bool b = false;
-  switch (type) {
-    case OptionType::kInt:
-      return parse_int(text, &i);
-    case OptionType::kDouble:
-      return parse_double(text, &d);
-    case OptionType::kBool:
-      return parse_bool(text, &b);
-    case OptionType::kString:
-      return true;
-  }
-  return false;
 }
 
 std::string number_text(double v) {
@@ -84,12 +36,52 @@ std::string number_text(double v) {
   return out.str();
 }
 
+std::string quoted(const std::string& value) { return "'" + value + "'"; }
+
+// Why `value` is not one of a string option's choices, or a list of them; "" when it is.
+std::string choice_problem(const OptionSpec& spec, const std::string& value) {
+  const auto allowed = [&](const std::string& item) {
+    return spec.choices.empty() ||
+           std::find(spec.choices.begin(), spec.choices.end(), item) != spec.choices.end();
+  };
+  if (spec.type == OptionType::kString) {
+    if (allowed(value)) return "";
+    return "expected one of " + core::join(spec.choices) + ", found " + quoted(value) +
+           core::did_you_mean(value, spec.choices);
+  }
+  const auto items = option_list_items(value);
+  const bool ok = !items.empty() && std::all_of(items.begin(), items.end(), allowed);
+  if (ok) return "";
+  return std::string("expected a comma-separated list") +
+         (spec.choices.empty() ? " of names" : " of " + core::join(spec.choices)) + ", found " +
+         quoted(value);
+}
+
 }  // namespace
 
 std::string option_number_text(double value) {
+  // The shortest of the stream's texts (6 significant digits first, as before) that reads
+  // back as exactly `value`.
+  for (int digits = 6; digits <= 17; ++digits) {
+    std::ostringstream s;
+    s << std::setprecision(digits) << value;
+    if (core::parse_number(s.str()) == value) return s.str();
+  }
   std::ostringstream s;
-  s << value;
+  s << std::setprecision(17) << value;
   return s.str();
+}
+
+std::vector<std::string> option_list_items(const std::string& value) {
+  std::vector<std::string> items;
+  std::string item;
+  std::istringstream in(value);
+  while (std::getline(in, item, ',')) {
+    item.erase(0, item.find_first_not_of(' '));
+    item.erase(item.find_last_not_of(' ') + 1);
+    if (!item.empty()) items.push_back(item);
+  }
+  return items;
 }
 
 std::string option_range_text(const OptionSpec& spec) {
@@ -101,22 +93,30 @@ std::string option_range_text(const OptionSpec& spec) {
 }
 
 std::string option_value_problem(const OptionSpec& spec, const std::string& value) {
-  if (!well_typed(spec.type, value)) {
-    return std::string("expected ") + type_name(spec.type) + ", found '" + value + "'";
-  }
   double v = 0;
-  if (spec.type == OptionType::kInt) {
-    std::int64_t i = 0;
-    parse_int(value, &i);
-    v = static_cast<double>(i);
-  } else if (spec.type == OptionType::kDouble) {
-    parse_double(value, &v);
-  } else {
-    return "";
+  switch (spec.type) {
+    case OptionType::kInt: {
+      const auto i = core::parse_integer(value);
+      if (!i) return "expected an integer, found " + quoted(value);
+      v = static_cast<double>(*i);
+      break;
+    }
+    case OptionType::kDouble: {
+      const auto d = core::parse_number(value);
+      if (!d) return "expected a number, found " + quoted(value);
+      v = *d;
+      break;
+    }
+    case OptionType::kBool:
+      if (core::parse_bool(value)) return "";
+      return "expected " + std::string(core::kBoolText) + ", found " + quoted(value);
+    case OptionType::kString:
+    case OptionType::kList:
+      return choice_problem(spec, value);
   }
   if (v < spec.min_value || v > spec.max_value) {
     return std::string("expected ") + type_name(spec.type) + " in " + option_range_text(spec) +
-           ", found '" + value + "'";
+           ", found " + quoted(value);
   }
   return "";
 }
@@ -161,30 +161,42 @@ const std::string& AgentOptions::raw(const std::string& name) const {
 }
 
 std::int64_t AgentOptions::get_int(const std::string& name) const {
-  std::int64_t v = 0;
-  GOPT_ASSERT(parse_int(raw(name), &v), "option " + name + " is not an integer");
-  return v;
+  const auto v = core::parse_integer(raw(name));
+  GOPT_ASSERT(v.has_value(), "option " + name + " is not an integer");
+  return *v;
 }
 
 double AgentOptions::get_double(const std::string& name) const {
-  double v = 0;
-  GOPT_ASSERT(parse_double(raw(name), &v), "option " + name + " is not a number");
-  return v;
+  const auto v = core::parse_number(raw(name));
+  GOPT_ASSERT(v.has_value(), "option " + name + " is not a number");
+  return *v;
 }
 
 bool AgentOptions::get_bool(const std::string& name) const {
-  bool v = false;
-  GOPT_ASSERT(parse_bool(raw(name), &v), "option " + name + " is not a boolean");
-  return v;
+  const auto v = core::parse_bool(raw(name));
+  GOPT_ASSERT(v.has_value(), "option " + name + " is not a boolean");
+  return *v;
 }
 
 const std::string& AgentOptions::get_string(const std::string& name) const { return raw(name); }
 
+std::vector<std::string> AgentOptions::get_list(const std::string& name) const {
+  return option_list_items(raw(name));
+}
+
 void AgentRegistry::add(AgentInfo info) {
   if (contains(info.name)) throw std::logic_error("agent registered twice: " + info.name);
   for (const auto& spec : info.options) {
-    GOPT_ASSERT(option_value_problem(spec, spec.default_value).empty(),
-                "default of " + info.name + "." + spec.name + " does not parse or is out of range");
+    if (auto problem = option_value_problem(spec, spec.default_value); !problem.empty()) {
+      throw std::logic_error("default of " + info.name + "." + spec.name + ": " + problem);
+    }
+  }
+  if (info.check_options) {
+    try {
+      info.check_options(AgentOptions(info.name, info.options, {}));
+    } catch (const core::InputError& e) {
+      throw std::logic_error("the defaults of " + info.name + " break a rule: " + e.what());
+    }
   }
   agents_.push_back(std::move(info));
 }
@@ -246,6 +258,27 @@ std::unique_ptr<TransferableAgent> AgentRegistry::create_transferable(
   if (transferable == nullptr) throw core::Error("agent '" + name + "' cannot train on a set");
   agent.release();
   return std::unique_ptr<TransferableAgent>(transferable);
+}
+
+std::string option_range_table(const AgentRegistry& registry) {
+  std::map<std::pair<std::string, std::string>, std::vector<std::string>> rows;  // agents
+  for (const auto& a : registry.agents()) {
+    for (const auto& o : a.options) {
+      if (o.type == OptionType::kInt || o.type == OptionType::kDouble) {
+        rows[{o.name, option_range_text(o)}].push_back(a.name);
+      }
+    }
+  }
+  std::ostringstream out;
+  out << "| option | range | agents |\n|---|---|---|\n";
+  for (const auto& [key, agents] : rows) {
+    const std::size_t shown = std::min<std::size_t>(agents.size(), 3);
+    std::string names = core::join(
+        std::vector<std::string>(agents.begin(), agents.begin() + static_cast<long>(shown)));
+    if (agents.size() > shown) names += " and " + std::to_string(agents.size() - shown) + " more";
+    out << "| `" << key.first << "` | " << key.second << " | " << names << " |\n";
+  }
+  return out.str();
 }
 
 }  // namespace gopt::agents

@@ -20,13 +20,22 @@
 
 namespace gopt::agents {
 
-enum class OptionType { kInt, kDouble, kBool, kString };
+enum class OptionType {
+  kInt,
+  kDouble,
+  kBool,
+  kString,
+  kList,  ///< comma-separated names ("placement,fusion"), at least one
+};
 
 /// One option an agent accepts. Values travel as text (from YAML or the command line)
-/// and are checked against `type` and the range [min_value, max_value] (numbers only)
-/// when a config loads and when the agent is created. Every numeric option has a finite
-/// range: one that bounds the work a job can ask for (layers, samples, epochs), so that a
-/// typo cannot crash the process or run for ever.
+/// and are checked against `type`, the range [min_value, max_value] (numbers only) and
+/// `choices` (strings and lists) when a config loads and when the agent is created, in the
+/// one grammar of core::parse_bool, parse_integer and parse_number (docs/config.md
+/// "Values"). Every numeric option has a finite range: one that bounds the work a job can
+/// ask for (layers, samples, epochs), so that a typo cannot crash the process or run for
+/// ever. Agents generate their specs from their options struct (agents/option_fields.h)
+/// rather than write them by hand.
 ///
 ///   {"heads", OptionType::kInt, "2", "attention heads", 1, 64}
 struct OptionSpec {
@@ -47,6 +56,8 @@ struct OptionSpec {
   std::string description;  ///< says the unit and where the default comes from
   double min_value = -std::numeric_limits<double>::infinity();  ///< inclusive
   double max_value = std::numeric_limits<double>::infinity();   ///< inclusive
+  /// Strings: the values allowed; lists: the names allowed. Empty: any.
+  std::vector<std::string> choices;
 };
 
 /// The range of seed options: any 64-bit integer.
@@ -61,15 +72,20 @@ inline constexpr double kMaxSeedOption = 9223372036854775807.0;
 [[nodiscard]] std::string option_range_text(const OptionSpec& spec);
 
 /// A number as an option's default value is written ("0.001", "1e-05", "64"): the shortest
-/// text that reads back as the value a stream prints.
+/// text a stream prints that reads back as exactly `value`, so that the default `gopt
+/// agents` lists is the value that runs.
 [[nodiscard]] std::string option_number_text(double value);
+
+/// The names of a list option's value ("placement, fusion" -> {"placement", "fusion"}):
+/// split at commas, spaces around each name dropped, empty names skipped.
+[[nodiscard]] std::vector<std::string> option_list_items(const std::string& value);
 
 /// An agent's options: every spec'd option with its given or default value, typed.
 class AgentOptions {
  public:
   /// Checks `given` against `specs`. Throws InputError naming `source` and
   /// `agents.<agent>.<option>` for an unknown option (listing the valid ones, with a
-  /// did-you-mean) or a value of the wrong type.
+  /// did-you-mean) or a value of the wrong type, out of range or not among the choices.
   AgentOptions(const std::string& agent, const std::vector<OptionSpec>& specs,
                const std::map<std::string, std::string>& given, const std::string& source = "");
 
@@ -77,8 +93,9 @@ class AgentOptions {
   [[nodiscard]] double get_double(const std::string& name) const;
   [[nodiscard]] bool get_bool(const std::string& name) const;
   [[nodiscard]] const std::string& get_string(const std::string& name) const;
+  [[nodiscard]] std::vector<std::string> get_list(const std::string& name) const;
   /// Throws InputError naming the source and `agents.<agent>.<name>`: `problem` (what was
-  /// expected), then the value given. For ranges the type check cannot see.
+  /// expected), then the value given. For rules between options that ranges cannot express.
   [[noreturn]] void reject(const std::string& name, const std::string& problem) const;
   /// Every option's value as text, for results files.
   [[nodiscard]] const std::map<std::string, std::string>& values() const { return values_; }
@@ -161,7 +178,7 @@ struct AgentInfo {
   Factory factory;
   /// Checks between options that ranges cannot express (GO: `hidden` a multiple of
   /// `heads`); throws InputError through AgentOptions::reject. Run when a config loads
-  /// and before `factory`. Optional.
+  /// and before `factory`. Optional; agents described by OptionFields get theirs from it.
   Check check_options;
   /// What its jobs produce and consume (AgentRegistry::declare_artifacts); none by default.
   AgentArtifacts artifacts;
@@ -169,7 +186,8 @@ struct AgentInfo {
 
 class AgentRegistry {
  public:
-  /// Adds an agent; throws std::logic_error on a duplicate name (a programming error).
+  /// Adds an agent; throws std::logic_error (a programming error) on a duplicate name, or
+  /// defaults that do not parse, are out of range or break check_options.
   void add(AgentInfo info);
   [[nodiscard]] bool contains(const std::string& name) const;
   /// The agent's entry; throws InputError listing the valid names for an unknown one.
@@ -195,6 +213,12 @@ class AgentRegistry {
  private:
   std::vector<AgentInfo> agents_;
 };
+
+/// Every numeric option's range as a Markdown table, one row per option name and range,
+/// sorted by name, with the agents that take it ("go_one, go_pretrain, go_placement and 6
+/// more"): docs/agents.md "Option ranges" is this table of the built-in agents, and `gopt
+/// agents --ranges` prints it.
+[[nodiscard]] std::string option_range_table(const AgentRegistry& registry);
 
 /// Registers every agent shipped with gopt.
 void register_builtin_agents(AgentRegistry& registry);

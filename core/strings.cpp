@@ -1,6 +1,10 @@
 #include "core/strings.h"
 
 #include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
 
 namespace gopt::core {
 
@@ -59,6 +63,67 @@ std::uint64_t fnv1a(std::string_view text) {
     h *= 1099511628211ULL;
   }
   return h;
+}
+
+namespace {
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+// Digits from `i` on; returns the position after them.
+std::size_t skip_digits(std::string_view text, std::size_t i) {
+  while (i < text.size() && is_digit(text[i])) ++i;
+  return i;
+}
+
+}  // namespace
+
+std::optional<bool> parse_bool(std::string_view text) {
+  // Each word in lower case, capitalised and upper case, as YAML 1.1 spells them.
+  static constexpr std::array<std::string_view, 10> kTrue = {"true", "True", "TRUE", "yes", "Yes",
+                                                             "YES",  "on",   "On",   "ON",  "1"};
+  static constexpr std::array<std::string_view, 10> kFalse = {
+      "false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF", "0"};
+  if (std::find(kTrue.begin(), kTrue.end(), text) != kTrue.end()) return true;
+  if (std::find(kFalse.begin(), kFalse.end(), text) != kFalse.end()) return false;
+  return std::nullopt;
+}
+
+std::optional<std::int64_t> parse_integer(std::string_view text) {
+  std::size_t i = text.empty() || (text[0] != '+' && text[0] != '-') ? 0 : 1;
+  if (i == text.size() || skip_digits(text, i) != text.size()) return std::nullopt;
+  const std::string s(text);
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(s.c_str(), &end, 10);
+  if (errno != 0 || end != s.c_str() + s.size()) return std::nullopt;
+  return static_cast<std::int64_t>(v);
+}
+
+std::optional<double> parse_number(std::string_view text) {
+  std::size_t i = text.empty() || (text[0] != '+' && text[0] != '-') ? 0 : 1;
+  const std::size_t int_end = skip_digits(text, i);
+  std::size_t digits = int_end - i;
+  i = int_end;
+  if (i < text.size() && text[i] == '.') {
+    const std::size_t frac_end = skip_digits(text, i + 1);
+    digits += frac_end - (i + 1);
+    i = frac_end;
+  }
+  if (digits == 0) return std::nullopt;
+  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    std::size_t e = i + 1;
+    if (e < text.size() && (text[e] == '+' || text[e] == '-')) ++e;
+    const std::size_t exp_end = skip_digits(text, e);
+    if (exp_end == e) return std::nullopt;
+    i = exp_end;
+  }
+  if (i != text.size()) return std::nullopt;
+  const std::string s(text);
+  errno = 0;
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (errno != 0 || end != s.c_str() + s.size() || !std::isfinite(v)) return std::nullopt;
+  return v;
 }
 
 }  // namespace gopt::core

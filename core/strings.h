@@ -1,8 +1,10 @@
-// Small text helpers: joining lists and "did you mean" for user-facing messages, and the one
-// text hash that seeds and provenance use.
+// Small text helpers: joining lists and "did you mean" for user-facing messages, the one
+// text hash that seeds and provenance use, and the one grammar of booleans and numbers
+// that configs, agent options and --set values are read with (docs/config.md "Values").
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,5 +31,26 @@ namespace gopt::core {
 /// FNV-1a (64-bit) of the bytes of `text`: stable across builds and machines, so it may
 /// name things that are stored (job seeds, config hashes in results files).
 [[nodiscard]] std::uint64_t fnv1a(std::string_view text);
+
+/// A boolean: true, yes, on or 1, and false, no, off or 0, each word in lower case,
+/// capitalised or upper case (true, True, TRUE). std::nullopt for any other text
+/// ("y", "tRue", " true", "2").
+///
+///   parse_bool("yes")  // true
+[[nodiscard]] std::optional<bool> parse_bool(std::string_view text);
+
+/// What parse_bool accepts, for messages: "true or false (also yes/no, on/off, 1/0)".
+inline constexpr std::string_view kBoolText = "true or false (also yes/no, on/off, 1/0)";
+
+/// A decimal integer: an optional sign and digits, within 64 bits. std::nullopt for
+/// anything else: empty text, spaces, a fraction or exponent ("1.0", "1e3"), hex ("0x10"),
+/// a value out of range.
+[[nodiscard]] std::optional<std::int64_t> parse_integer(std::string_view text);
+
+/// A finite decimal number: an optional sign, digits with an optional fraction ("2",
+/// "0.5", ".5", "5."), an optional exponent ("3e-4"); the nearest double, as strtod reads
+/// it. std::nullopt for anything else: spaces, hex, inf, nan, a value that overflows or
+/// underflows a double.
+[[nodiscard]] std::optional<double> parse_number(std::string_view text);
 
 }  // namespace gopt::core

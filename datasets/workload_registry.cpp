@@ -183,14 +183,9 @@ HyperparameterValues::HyperparameterValues(std::string workload,
     std::int64_t value = s.default_value;
     if (it != overrides.end()) {
       const std::string& text = it->second;
-      std::size_t used = 0;
-      bool ok = !text.empty();
-      try {
-        value = std::stoll(text, &used);
-      } catch (const std::exception&) {
-        ok = false;
-      }
-      if (!ok || used != text.size() || value < s.min_value || value > s.max_value) {
+      const auto parsed = core::parse_integer(text);
+      if (parsed) value = *parsed;
+      if (!parsed || value < s.min_value || value > s.max_value) {
         throw core::InputError("workload '" + workload + "'", "--set " + s.name,
                                "expected an integer in " + s.allowed() + " (" + s.description +
                                    "), found '" + text + "'");

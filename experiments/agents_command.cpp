@@ -9,6 +9,7 @@
 #include "agents/go/go_inspect.h"
 #include "agents/registry.h"
 #include "core/compiled_graph.h"
+#include "core/strings.h"
 #include "datasets/workload_registry.h"
 #include "experiments/cli.h"
 #include "hardware/profile.h"
@@ -26,13 +27,27 @@ const char* type_text(agents::OptionType type) {
       return "bool";
     case agents::OptionType::kString:
       return "string";
+    case agents::OptionType::kList:
+      return "list";
   }
   return "?";
 }
 
-int list_agents(bool as_json, CliContext& ctx) {
+// " in [1, 64]", " in {human_expert, single_device}", " of {placement, fusion}" or "".
+std::string allowed_text(const agents::OptionSpec& o) {
+  const std::string range = agents::option_range_text(o);
+  if (!range.empty()) return " in " + range;
+  if (o.choices.empty()) return "";
+  return (o.type == agents::OptionType::kList ? " of {" : " in {") + core::join(o.choices) + "}";
+}
+
+int list_agents(bool as_json, bool ranges, CliContext& ctx) {
   agents::AgentRegistry registry;
   agents::register_builtin_agents(registry);
+  if (ranges) {
+    ctx.out << agents::option_range_table(registry);
+    return kExitOk;
+  }
   if (as_json) {
     auto out = nlohmann::ordered_json::array();
     for (const auto& a : registry.agents()) {
@@ -46,6 +61,7 @@ int list_agents(bool as_json, CliContext& ctx) {
                                 {"type", type_text(o.type)},
                                 {"default", o.default_value},
                                 {"range", agents::option_range_text(o)},
+                                {"choices", o.choices},
                                 {"description", o.description}});
       }
       out.push_back(std::move(j));
@@ -56,10 +72,8 @@ int list_agents(bool as_json, CliContext& ctx) {
   for (const auto& a : registry.agents()) {
     ctx.out << a.name << (a.learner ? "  [learner]" : "") << "\n    " << a.description << "\n";
     for (const auto& o : a.options) {
-      const std::string range = agents::option_range_text(o);
-      ctx.out << "      " << o.name << " (" << type_text(o.type)
-              << (range.empty() ? "" : " in " + range) << ", default " << o.default_value
-              << "): " << o.description << "\n";
+      ctx.out << "      " << o.name << " (" << type_text(o.type) << allowed_text(o) << ", default "
+              << o.default_value << "): " << o.description << "\n";
     }
   }
   return kExitOk;
@@ -107,11 +121,14 @@ int inspect_policy(const InspectArgs& args, CliContext& ctx) {
 
 void add_agents_command(CLI::App& app, CliContext& context) {
   auto json = std::make_shared<bool>(false);
+  auto ranges = std::make_shared<bool>(false);
   auto* cmd = app.add_subcommand("agents", "List every agent with its description and options");
   cmd->add_flag("--json", *json, "Print a JSON array instead of text");
-  cmd->callback([&context, json, cmd] {
+  cmd->add_flag("--ranges", *ranges,
+                "Print every numeric option's range as the Markdown table of docs/agents.md");
+  cmd->callback([&context, json, ranges, cmd] {
     if (cmd->get_subcommands().empty()) {
-      context.action = [&context, json] { return list_agents(*json, context); };
+      context.action = [&context, json, ranges] { return list_agents(*json, *ranges, context); };
     }
   });
 

@@ -87,9 +87,9 @@ std::string unknown_word(const CLI::App* app, int argc, const char* const* argv,
 CLI::Validator number_at_least(double least, bool inclusive, const char* name) {
   return CLI::Validator(
       [least, inclusive](std::string& input) -> std::string {
-        char* end = nullptr;
-        const double value = std::strtod(input.c_str(), &end);
-        if (end == input.c_str() || *end != '\0') return "expected a number, found '" + input + "'";
+        const auto parsed = core::parse_number(input);
+        if (!parsed) return "expected a number, found '" + input + "'";
+        const double value = *parsed;
         if (inclusive ? !(value >= least) : !(value > least)) {
           return std::string("expected a number ") + (inclusive ? ">= " : "> ") +
                  (least == 0 ? "0" : std::to_string(least)) + ", found " + input;

@@ -221,13 +221,8 @@ class Reader {
       const std::string& expected,
       std::int64_t max_value = std::numeric_limits<std::int64_t>::max()) {
     if (node.IsScalar()) {
-      const std::string& s = node.Scalar();
-      errno = 0;
-      char* end = nullptr;
-      long long v = std::strtoll(s.c_str(), &end, 10);
-      if (!s.empty() && *end == '\0' && errno == 0 && v >= min_value && v <= max_value) {
-        return static_cast<std::int64_t>(v);
-      }
+      const auto v = core::parse_integer(node.Scalar());
+      if (v && *v >= min_value && *v <= max_value) return v;
     }
     problem(node, field, "expected " + expected + ", found " + describe(node));
     return std::nullopt;
@@ -236,22 +231,19 @@ class Reader {
   std::optional<double> number(const YAML::Node& node, const std::string& field,
                                const std::string& expected) {
     if (node.IsScalar()) {
-      const std::string& s = node.Scalar();
-      char* end = nullptr;
-      double v = std::strtod(s.c_str(), &end);
-      if (!s.empty() && *end == '\0' && std::isfinite(v) && v > 0) return v;
+      const auto v = core::parse_number(node.Scalar());
+      if (v && *v > 0) return v;
     }
     problem(node, field, "expected " + expected + ", found " + describe(node));
     return std::nullopt;
   }
 
+  // The one boolean grammar of configs and agent options (core::parse_bool).
   std::optional<bool> boolean(const YAML::Node& node, const std::string& field) {
     if (node.IsScalar()) {
-      const std::string& s = node.Scalar();
-      if (s == "true" || s == "True" || s == "yes") return true;
-      if (s == "false" || s == "False" || s == "no") return false;
+      if (auto v = core::parse_bool(node.Scalar())) return v;
     }
-    problem(node, field, "expected true or false, found " + describe(node));
+    problem(node, field, "expected " + std::string(core::kBoolText) + ", found " + describe(node));
     return std::nullopt;
   }
 
@@ -578,9 +570,8 @@ class ConfigParser {
           }
           continue;
         }
-        char* end = nullptr;
-        long long v = std::strtoll(value.c_str(), &end, 10);
-        if (value.empty() || *end != '\0' || v < spec->min_value || v > spec->max_value) {
+        const auto v = core::parse_integer(value);
+        if (!v || *v < spec->min_value || *v > spec->max_value) {
           r_.problem(at, f,
                      "expected an integer in " + spec->allowed() + ", found '" + value + "'");
         }
@@ -686,12 +677,11 @@ class ConfigParser {
     for (auto it = o.begin(); it != o.end(); ++it) {
       std::string key = it->first.Scalar();
       std::string f = field + "." + key;
-      auto value = r_.string(it->second, f, true);
-      if (!value) continue;
+      const agents::OptionSpec* spec = nullptr;
       if (info) {
-        auto spec = std::find_if(info->options.begin(), info->options.end(),
-                                 [&](const auto& s) { return s.name == key; });
-        if (spec == info->options.end()) {
+        auto found = std::find_if(info->options.begin(), info->options.end(),
+                                  [&](const auto& s) { return s.name == key; });
+        if (found == info->options.end()) {
           r_.problem(
               it->first, f,
               "agent '" + a.type + "' has no option '" + key + "'" +
@@ -699,21 +689,46 @@ class ConfigParser {
                   (valid.empty() ? "; it takes no options" : "; valid: " + core::join(valid)));
           continue;
         }
-        if (!check_option_type(it->second, f, *spec, *value)) continue;
+        spec = &*found;
       }
+      auto value = option_text(it->second, f, spec);
+      if (!value) continue;
+      if (spec && !check_option_type(it->second, f, *spec, *value)) continue;
       a.options[key] = *value;
     }
-    // Checks between options (GO: hidden a multiple of heads), once each value is valid.
+    // Rules between options (GO: hidden a multiple of heads), once each value is valid: the
+    // same check the registry makes before it creates the agent, so that a job cannot fail
+    // on its options after others have run.
     if (info && info->check_options && a.options.size() == o.size()) {
       try {
         info->check_options(agents::AgentOptions(a.type, info->options, a.options, ""));
       } catch (const core::InputError& e) {
-        r_.problem(o, field + e.location().substr(e.location().rfind('.')), e.problem());
+        const std::string option = e.location().substr(e.location().rfind('.') + 1);
+        const YAML::Node at = o[option] ? o[option] : o;
+        r_.problem(at, field + "." + option, e.problem());
       }
     }
   }
 
-  // Type and range (agents::OptionSpec), the same check the registry makes when it
+  // An option's value as text: a scalar, or for a list option a YAML list of names too
+  // ("[metis, heft]" is "metis,heft").
+  std::optional<std::string> option_text(const YAML::Node& node, const std::string& field,
+                                         const agents::OptionSpec* spec) {
+    if (spec && spec->type == agents::OptionType::kList && node.IsSequence()) {
+      std::vector<std::string> items;
+      for (const auto& item : node) {
+        if (!item.IsScalar()) {
+          r_.problem(item, field, "expected a list of names, found " + describe(item));
+          return std::nullopt;
+        }
+        items.push_back(item.Scalar());
+      }
+      return core::join(items, ",");
+    }
+    return r_.string(node, field, true);
+  }
+
+  // Type, range and choices (agents::OptionSpec), the same check the registry makes when it
   // creates the agent, so that a bad value stops the run before any job starts.
   bool check_option_type(const YAML::Node& node, const std::string& field,
                          const agents::OptionSpec& spec, const std::string& value) {

@@ -17,34 +17,33 @@
 #include <sstream>
 
 #include "core/errors.h"
+#include "core/strings.h"
 
 namespace gopt::experiments {
 namespace {
 
 std::string variable(const std::string& name) { return "environment variable " + name; }
 
-// A whole number in [low, high] (decimal digits only), else InputError naming `name`.
+// A whole number in [low, high] (core::parse_integer), else InputError naming `name`.
 int parse_int(const std::string& name, const std::string& text, long long low, long long high,
               const std::string& range_text) {
-  long long value = 0;
-  const char* first = text.data();
-  const char* last = text.data() + text.size();
-  const auto [end, ec] = std::from_chars(first, last, value);
-  if (text.empty() || ec != std::errc() || end != last) {
+  const auto value = core::parse_integer(text);
+  if (!value) {
     throw core::InputError(variable(name), "",
                            "expected a whole number " + range_text + ", found '" + text + "'");
   }
-  if (value < low || value > high) {
+  if (*value < low || *value > high) {
     throw core::InputError(variable(name), "",
                            "expected a whole number " + range_text + ", found " + text);
   }
-  return static_cast<int>(value);
+  return static_cast<int>(*value);
 }
 
+// The one boolean grammar (core::parse_bool; torchrun writes True or False).
 bool parse_bool(const std::string& name, const std::string& text) {
-  if (text == "True" || text == "true" || text == "1") return true;
-  if (text == "False" || text == "false" || text == "0") return false;
-  throw core::InputError(variable(name), "", "expected True or False, found '" + text + "'");
+  if (auto value = core::parse_bool(text)) return *value;
+  throw core::InputError(variable(name), "",
+                         "expected " + std::string(core::kBoolText) + ", found '" + text + "'");
 }
 
 // LibTorch's errors carry a C++ backtrace in what(); messages for people leave it out.

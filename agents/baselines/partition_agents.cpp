@@ -9,6 +9,7 @@
 #include <mutex>
 #include <numeric>
 
+#include "agents/option_fields.h"
 #include "core/errors.h"
 #include "core/rng.h"
 #include "simulator/simulator.h"
@@ -108,8 +109,7 @@ std::mutex& metis_mutex() {
 
 class MetisAgent final : public Agent {
  public:
-  MetisAgent(double imbalance, std::uint64_t seed, int repair_rounds)
-      : imbalance_(imbalance), seed_(seed), repair_rounds_(repair_rounds) {}
+  explicit MetisAgent(MetisOptions options) : options_(options) {}
   std::string name() const override { return "metis"; }
 
   core::Decision propose(const Problem& problem) override {
@@ -125,11 +125,11 @@ class MetisAgent final : public Agent {
       idx_t ncon = 2;
       idx_t nparts = k;
       idx_t objval = 0;
-      std::vector<real_t> ubvec(2, static_cast<real_t>(1.0 + imbalance_));
+      std::vector<real_t> ubvec(2, static_cast<real_t>(1.0 + options_.imbalance));
       std::array<idx_t, METIS_NOPTIONS> options{};
       METIS_SetDefaultOptions(options.data());
       options[METIS_OPTION_SEED] =
-          static_cast<idx_t>(core::mix_seed(seed_, problem.seed) & 0x7fffffff);
+          static_cast<idx_t>(core::mix_seed(options_.seed, problem.seed) & 0x7fffffff);
       options[METIS_OPTION_OBJTYPE] = METIS_OBJTYPE_CUT;
       std::lock_guard<std::mutex> lock(metis_mutex());
       int status =
@@ -151,13 +151,13 @@ class MetisAgent final : public Agent {
       return p;
     };
     decision.placement = placement_of(part);
-    if (repair_rounds_ <= 0) return decision;
+    if (options_.repair_rounds <= 0) return decision;
 
     simulator::Simulator sim(problem.graph, problem.cluster, problem.cost_model,
                              simulator::SimulatorOptions().validate(false));
     auto best = decision;
     auto best_result = sim.simulate(best);
-    for (int round = 0; round < repair_rounds_ && best_result.oom; ++round) {
+    for (std::int64_t round = 0; round < options_.repair_rounds && best_result.oom; ++round) {
       DeviceId full = best_result.oom_device;
       std::vector<Bytes> used(static_cast<std::size_t>(k), 0);
       for (std::size_t x = 0; x < part.size(); ++x)
@@ -200,30 +200,28 @@ class MetisAgent final : public Agent {
   }
 
  private:
-  double imbalance_;
-  std::uint64_t seed_;
-  int repair_rounds_;
+  MetisOptions options_;
 };
 
 }  // namespace
 
 void register_partition_agents(AgentRegistry& registry) {
-  registry.add(
-      {"metis",
-       "METIS k-way partition (Karypis & Kumar 1998): balance compute time and memory, "
-       "minimise bytes cut; OOM repaired by moving ops off full devices",
-       false,
-       {{"imbalance", OptionType::kDouble, "0.05",
-         "allowed load imbalance per constraint (0.05: each part within 105% of the mean)", 0, 10},
-        {"seed", OptionType::kInt, "0", "METIS seed, mixed with the experiment seed",
-         kMinSeedOption, kMaxSeedOption},
-        {"repair_rounds", OptionType::kInt, "20",
-         "out-of-memory repair rounds (0: return METIS's partition as is)", 0, 1e6}},
-       [](const AgentOptions& o) {
-         return std::make_unique<MetisAgent>(o.get_double("imbalance"),
-                                             static_cast<std::uint64_t>(o.get_int("seed")),
-                                             static_cast<int>(o.get_int("repair_rounds")));
-       }});
+  using M = MetisOptions;
+  const auto fields =
+      OptionFields<M>()
+          .number("imbalance", &M::imbalance,
+                  "allowed load imbalance per constraint (0.05: each part within 105% of the "
+                  "mean)",
+                  0, 10)
+          .seed(&M::seed, "METIS seed, mixed with the experiment seed")
+          .integer("repair_rounds", &M::repair_rounds,
+                   "out-of-memory repair rounds (0: return METIS's partition as is)", 0, 1e6);
+  registry.add(describe_agent(
+      "metis",
+      "METIS k-way partition (Karypis & Kumar 1998): balance compute time and memory, "
+      "minimise bytes cut; OOM repaired by moving ops off full devices",
+      false, fields, MetisOptions(),
+      [](const MetisOptions& o) { return std::make_unique<MetisAgent>(o); }));
 }
 
 }  // namespace gopt::agents

@@ -3,9 +3,20 @@
 // partitioning baselines of the HDP and GO papers.
 #pragma once
 
+#include <cstdint>
+
 #include "agents/registry.h"
 
 namespace gopt::agents {
+
+/// Every option of `metis`, with its default.
+struct MetisOptions {
+  double imbalance = 0.05;  ///< allowed load imbalance per constraint (METIS's ubvec - 1)
+  std::uint64_t seed = 0;   ///< METIS seed, mixed with the problem seed
+  /// Out-of-memory repair rounds, each moving ops off the full devices (0: METIS's
+  /// partition as it is).
+  std::int64_t repair_rounds = 20;
+};
 
 /// Registers `metis`.
 void register_partition_agents(AgentRegistry& registry);

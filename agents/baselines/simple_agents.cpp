@@ -1,5 +1,6 @@
 #include "agents/baselines/simple_agents.h"
 
+#include "agents/option_fields.h"
 #include "agents/placement_utils.h"
 #include "core/errors.h"
 #include "core/rng.h"
@@ -11,7 +12,7 @@ namespace {
 // executor's FIFO order of readiness, no fusion (Abadi et al., OSDI 2016).
 class SingleDeviceAgent final : public Agent {
  public:
-  explicit SingleDeviceAgent(DeviceId device) : device_(device) {}
+  explicit SingleDeviceAgent(SingleDeviceOptions options) : device_(options.device) {}
   std::string name() const override { return "single_device"; }
   core::Decision propose(const Problem& problem) override {
     if (device_ >= problem.num_devices()) {
@@ -51,7 +52,7 @@ class RoundRobinAgent final : public Agent {
 // Each op on a uniformly random device (seeded: the option, mixed with the problem seed).
 class RandomAgent final : public Agent {
  public:
-  explicit RandomAgent(std::uint64_t seed) : seed_(seed) {}
+  explicit RandomAgent(RandomOptions options) : seed_(options.seed) {}
   std::string name() const override { return "random"; }
   core::Decision propose(const Problem& problem) override {
     core::Rng rng(core::mix_seed(seed_, problem.seed));
@@ -72,28 +73,22 @@ class RandomAgent final : public Agent {
 }  // namespace
 
 void register_simple_agents(AgentRegistry& registry) {
-  registry.add({"single_device",
-                "TensorFlow's default: every op on one GPU, FIFO scheduling, no fusion",
-                false,
-                {{"device", OptionType::kInt, "0", "the device that runs every op", 0, 1023}},
-                [](const AgentOptions& o) {
-                  return std::make_unique<SingleDeviceAgent>(
-                      static_cast<DeviceId>(o.get_int("device")));
-                }});
+  registry.add(describe_agent(
+      "single_device", "TensorFlow's default: every op on one GPU, FIFO scheduling, no fusion",
+      false,
+      OptionFields<SingleDeviceOptions>().integer("device", &SingleDeviceOptions::device,
+                                                  "the device that runs every op", 0, 1023),
+      SingleDeviceOptions(),
+      [](const SingleDeviceOptions& o) { return std::make_unique<SingleDeviceAgent>(o); }));
   registry.add({"round_robin",
                 "op i of the topological order on device i mod D (colocation respected)",
                 false,
                 {},
                 [](const AgentOptions&) { return std::make_unique<RoundRobinAgent>(); }});
-  registry.add({"random",
-                "every op on a uniformly random device (colocation respected)",
-                false,
-                {{"seed", OptionType::kInt, "0", "mixed with the experiment seed", kMinSeedOption,
-                  kMaxSeedOption}},
-                [](const AgentOptions& o) {
-                  return std::make_unique<RandomAgent>(
-                      static_cast<std::uint64_t>(o.get_int("seed")));
-                }});
+  registry.add(describe_agent(
+      "random", "every op on a uniformly random device (colocation respected)", false,
+      OptionFields<RandomOptions>().seed(&RandomOptions::seed), RandomOptions(),
+      [](const RandomOptions& o) { return std::make_unique<RandomAgent>(o); }));
 }
 
 }  // namespace gopt::agents

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "agents/baselines/human_expert.h"
+#include "agents/option_fields.h"
 #include "core/errors.h"
 #include "simulator/fusion.h"
 
@@ -43,37 +44,25 @@ std::int32_t operands_and_outputs(const core::CompiledGraph& graph,
   return count;
 }
 
-enum class TfPlacement { kHumanExpert, kSingleDevice };
-
 // TensorFlow's default pipeline: see tf_default.h and docs/agents.md.
 class TfDefaultAgent final : public Agent {
  public:
-  TfDefaultAgent(TfPlacement placement, bool fusion, XlaFusionOptions options)
-      : placement_(placement), fusion_(fusion), options_(options) {}
+  explicit TfDefaultAgent(TfDefaultOptions options) : options_(options) {}
   std::string name() const override { return "tf_default"; }
 
   core::Decision propose(const Problem& problem) override {
     core::Decision d;
-    d.placement = tf_default_placement(problem, placement_ == TfPlacement::kSingleDevice);
+    d.placement = tf_default_placement(problem, options_.single_device);
     // No priorities: the executor's FIFO order.
-    if (fusion_) d.fusion = xla_fusion_priorities(problem.graph, d.placement->data(), options_);
+    if (options_.fusion) {
+      d.fusion = xla_fusion_priorities(problem.graph, d.placement->data(), options_.xla);
+    }
     return d;
   }
 
  private:
-  TfPlacement placement_;
-  bool fusion_;
-  XlaFusionOptions options_;
+  TfDefaultOptions options_;
 };
-
-std::int32_t non_negative_option(const AgentOptions& o, const std::string& name) {
-  const auto v = o.get_int(name);
-  if (v < 0 || v > std::numeric_limits<std::int32_t>::max()) {
-    throw core::InputError("", "agents.tf_default." + name,
-                           "expected 0 (no limit) or a positive count, found " + std::to_string(v));
-  }
-  return static_cast<std::int32_t>(v);
-}
 
 }  // namespace
 
@@ -157,38 +146,31 @@ std::vector<std::int32_t> xla_fusion_priorities(const core::CompiledGraph& graph
 }
 
 void register_tf_default(AgentRegistry& registry) {
-  registry.add(
-      {"tf_default",
-       "TensorFlow's default pipeline (GO paper Table 3): expert (or single-device) placement, "
-       "FIFO scheduling, XLA-style rule-based fusion of elementwise, reduction and "
-       "data-movement ops",
-       false,
-       {{"placement", OptionType::kString, "human_expert",
-         "human_expert (the human_expert agent's placement: the device scopes a user writes by "
-         "hand) or single_device (every op on device 0)"},
-        {"fusion", OptionType::kBool, "true",
-         "XLA-style rule-based fusion; false = TensorFlow without XLA (no fusion)"},
-        {"max_fusion_operands", OptionType::kInt, "64",
-         "most operands + outputs of one fused kernel, 0 = no limit (XLA GPU's "
-         "kMaxOperandsAndOutputsPerFusion)",
-         0, 1e6},
-        {"max_fused_ops", OptionType::kInt, "0", "most ops in one fused kernel, 0 = no limit", 0,
-         1e6}},
-       [](const AgentOptions& o) {
-         const std::string& p = o.get_string("placement");
-         TfPlacement placement = TfPlacement::kHumanExpert;
-         if (p == "single_device") {
-           placement = TfPlacement::kSingleDevice;
-         } else if (p != "human_expert") {
-           throw core::InputError("", "agents.tf_default.placement",
-                                  "expected human_expert or single_device, found '" + p + "'");
-         }
-         auto options =
-             XlaFusionOptions()
-                 .with_max_operands_and_outputs(non_negative_option(o, "max_fusion_operands"))
-                 .with_max_ops(non_negative_option(o, "max_fused_ops"));
-         return std::make_unique<TfDefaultAgent>(placement, o.get_bool("fusion"), options);
-       }});
+  using T = TfDefaultOptions;
+  const auto fields =
+      OptionFields<T>()
+          .choice("placement", &T::single_device,
+                  "human_expert (the human_expert agent's placement: the device scopes a user "
+                  "writes by hand) or single_device (every op on device 0)",
+                  std::vector<std::pair<std::string, bool>>{{"human_expert", false},
+                                                            {"single_device", true}})
+          .flag("fusion", &T::fusion,
+                "XLA-style rule-based fusion; false = TensorFlow without XLA (no fusion)")
+          .integer(
+              "max_fusion_operands", [](T & o) -> auto& { return o.xla.max_operands_and_outputs; },
+              "most operands + outputs of one fused kernel, 0 = no limit (XLA GPU's "
+              "kMaxOperandsAndOutputsPerFusion)",
+              0, 1e6)
+          .integer(
+              "max_fused_ops", [](T & o) -> auto& { return o.xla.max_ops; },
+              "most ops in one fused kernel, 0 = no limit", 0, 1e6);
+  registry.add(describe_agent(
+      "tf_default",
+      "TensorFlow's default pipeline (GO paper Table 3): expert (or single-device) placement, "
+      "FIFO scheduling, XLA-style rule-based fusion of elementwise, reduction and "
+      "data-movement ops",
+      false, fields, TfDefaultOptions(),
+      [](const TfDefaultOptions& o) { return std::make_unique<TfDefaultAgent>(o); }));
 }
 
 }  // namespace gopt::agents

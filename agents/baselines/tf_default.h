@@ -38,6 +38,13 @@ struct XlaFusionOptions {
   }
 };
 
+/// Every option of `tf_default`, with its default.
+struct TfDefaultOptions {
+  bool single_device = false;  ///< every op on device 0, not the human expert's placement
+  bool fusion = true;          ///< XLA-style rule-based fusion; false: TensorFlow without XLA
+  XlaFusionOptions xla;        ///< XLA's limits on one fusion
+};
+
 /// True for op kinds XLA's GPU backend fuses (loop and input fusion): elementwise
 /// (broadcasts included), reductions, softmax and normalisation (XLA expands them into
 /// elementwise ops and reductions), data movement (transpose, slice, concat, pad) and

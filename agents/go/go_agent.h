@@ -45,10 +45,19 @@ inline constexpr double kSearchLearningRate = 3e-3;
 /// default to 0). Measured in docs/agents.md, "Self-imitation".
 inline constexpr double kGoOneImitation = 0.3;
 
+/// Every option of the GO agents. The defaults are go_one's, the options `gopt run` gives
+/// go_one when a config sets none; the other GO agents start from them and change what
+/// differs (go_agent_defaults, go_registration.h).
 struct GoOptions {
   GoMode mode = GoMode::kOne;
   GoPolicyOptions policy;
-  PpoOptions ppo;
+  /// PPO's options, with go_one's self-imitation (kGoOneImitation; PpoOptions alone does
+  /// not self-imitate).
+  PpoOptions ppo = [] {
+    PpoOptions p;
+    p.imitation_coef = kGoOneImitation;
+    return p;
+  }();
   std::int64_t graphs_per_batch = 0;  ///< pretraining: graphs trained together (0: all)
   std::int64_t switch_steps = 1000;   ///< pretraining: updates before the next batch (paper)
   std::int64_t finetune_steps = 50;   ///< fine-tuning: at most this many updates (paper: <50)
@@ -60,8 +69,9 @@ struct GoOptions {
   std::int64_t memory_repairs = 20;
   /// GO-one: Adam learning rate on a graph that runs out of memory on one device, whose
   /// random start is mostly out-of-memory samples (docs/agents.md "The largest graphs at
-  /// Table 1's 200 updates"); 0: use ppo.learning_rate on every graph.
-  double oversize_learning_rate = 0;
+  /// Table 1's 200 updates"); 0: use ppo.learning_rate on every graph (the multi-task
+  /// agents).
+  double oversize_learning_rate = kSearchLearningRate;
   /// Coarse to fine: the first this many updates decide per decision unit
   /// (GoPolicyOptions::unit_decisions), the rest per op, from the same network; the best
   /// decision found in either phase is kept (docs/agents.md "Decision units"). 0: off.

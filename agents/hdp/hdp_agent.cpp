@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "agents/hdp/hdp_model.h"
+#include "agents/option_fields.h"
 #include "agents/placement_utils.h"
 #include "agents/torch_utils.h"
 #include "core/op_kind.h"
@@ -288,88 +289,58 @@ class HdpAgent final : public Agent {
 }  // namespace
 
 void register_hdp(AgentRegistry& registry) {
-  const HdpOptions d;
-  const auto text = option_number_text;
-  registry.add(
-      {"hdp",
-       "Hierarchical Device Placement (Mirhoseini et al., ICLR 2018): grouper + seq2seq placer, "
-       "REINFORCE",
-       true,
-       {
-           {"groups", OptionType::kInt, std::to_string(d.groups),
-            "number of groups; 0: min(256, 20 x devices)", 0, 4096},
-           {"grouper_hidden", OptionType::kInt, std::to_string(d.grouper_hidden),
-            "grouper hidden units (paper: 64)", 1, 4096},
-           {"placer_hidden", OptionType::kInt, std::to_string(d.placer_hidden), "placer LSTM size",
-            1, 4096},
-           {"device_embedding", OptionType::kInt, std::to_string(d.device_embedding),
-            "size of the previous-device embedding", 1, 1024},
-           {"samples_per_step", OptionType::kInt, std::to_string(d.samples_per_step),
-            "placements sampled per update", 1, 4096},
-           {"learning_rate", OptionType::kDouble, text(d.learning_rate),
-            "Adam learning rate (reference: 0.1)", 0, 10},
-           {"lr_decay", OptionType::kDouble, text(d.lr_decay),
-            "learning-rate decay factor (reference: 0.95)", 0, 1},
-           {"lr_decay_steps", OptionType::kInt, std::to_string(d.lr_decay_steps),
-            "updates per decay (reference: 50)", 1, 1e9},
-           {"lr_decay_start", OptionType::kInt, std::to_string(d.lr_decay_start),
-            "updates before the decay starts (reference: 400)", 0, 1e9},
-           {"grad_clip", OptionType::kDouble, text(d.grad_clip), "max gradient norm (paper: 1.0)",
-            0, 1e6},
-           {"baseline_decay", OptionType::kDouble, text(d.baseline_decay),
-            "EMA decay of the reward baseline (paper: 0.9)", 0, 1},
-           {"invalid_step_time_s", OptionType::kDouble, text(d.invalid_step_time_s),
-            "step time charged to OOM placements, seconds (paper: 100)", 0, 1e9},
-           {"baseline_from_invalid", OptionType::kBool, d.baseline_from_invalid ? "true" : "false",
-            "start the reward baseline at the OOM reward (reference: true)"},
-           {"tanh_constant", OptionType::kDouble, text(d.tanh_constant),
-            "placer logits bounded to c x tanh(logits); 0: unbounded (reference: 1.0)", 0, 100},
-           {"logit_noise", OptionType::kDouble, text(d.logit_noise),
-            "std of logit noise at the first update (reference: 0.5, relative)", 0, 100},
-           {"noise_steps", OptionType::kInt, std::to_string(d.noise_steps),
-            "updates over which the noise decays to 0, or, relative, stays (reference: 750)", 0,
-            1e9},
-           {"noise_relative", OptionType::kBool, d.noise_relative ? "true" : "false",
-            "noise std relative to the logits' root-mean-square, constant until noise_steps "
-            "(reference: true)"},
-           {"grouping_mean_log_prob", OptionType::kBool,
-            d.grouping_mean_log_prob ? "true" : "false",
-            "the grouping's log-probability is the mean over ops, not the sum (reference: "
-            "sum), so it weighs like one placer decision"},
-           {"layer_feature_weight", OptionType::kDouble, text(d.layer_feature_weight),
-            "the grouper reads each op's layer as a one-hot of this weight, a group embedding "
-            "counts its ops' layers; 0: neither (reference: neither)",
-            0, 1000},
-           {"grouper_logit_scale", OptionType::kDouble, text(d.grouper_logit_scale),
-            "the grouper's logits times this: sharper groups from the first update", 0, 1000},
-           {"seed", OptionType::kInt, "0", "mixed with the experiment seed", kMinSeedOption,
-            kMaxSeedOption},
-       },
-       [](const AgentOptions& o) {
-         HdpOptions h;
-         h.groups = o.get_int("groups");
-         h.grouper_hidden = o.get_int("grouper_hidden");
-         h.placer_hidden = o.get_int("placer_hidden");
-         h.device_embedding = o.get_int("device_embedding");
-         h.samples_per_step = std::max<std::int64_t>(1, o.get_int("samples_per_step"));
-         h.learning_rate = o.get_double("learning_rate");
-         h.lr_decay = o.get_double("lr_decay");
-         h.lr_decay_steps = o.get_int("lr_decay_steps");
-         h.lr_decay_start = o.get_int("lr_decay_start");
-         h.baseline_from_invalid = o.get_bool("baseline_from_invalid");
-         h.tanh_constant = o.get_double("tanh_constant");
-         h.noise_relative = o.get_bool("noise_relative");
-         h.grouping_mean_log_prob = o.get_bool("grouping_mean_log_prob");
-         h.layer_feature_weight = o.get_double("layer_feature_weight");
-         h.grouper_logit_scale = o.get_double("grouper_logit_scale");
-         h.grad_clip = o.get_double("grad_clip");
-         h.baseline_decay = o.get_double("baseline_decay");
-         h.invalid_step_time_s = o.get_double("invalid_step_time_s");
-         h.logit_noise = o.get_double("logit_noise");
-         h.noise_steps = o.get_int("noise_steps");
-         h.seed = static_cast<std::uint64_t>(o.get_int("seed"));
-         return std::make_unique<HdpAgent>(h);
-       }});
+  using H = HdpOptions;
+  const auto fields =
+      OptionFields<H>()
+          .integer("groups", &H::groups, "number of groups; 0: min(256, 20 x devices)", 0, 4096)
+          .integer("grouper_hidden", &H::grouper_hidden, "grouper hidden units (paper: 64)", 1,
+                   4096)
+          .integer("placer_hidden", &H::placer_hidden, "placer LSTM size", 1, 4096)
+          .integer("device_embedding", &H::device_embedding,
+                   "size of the previous-device embedding", 1, 1024)
+          .integer("samples_per_step", &H::samples_per_step, "placements sampled per update", 1,
+                   4096)
+          .number("learning_rate", &H::learning_rate, "Adam learning rate (reference: 0.1)", 0, 10)
+          .number("lr_decay", &H::lr_decay, "learning-rate decay factor (reference: 0.95)", 0, 1)
+          .integer("lr_decay_steps", &H::lr_decay_steps, "updates per decay (reference: 50)", 1,
+                   1e9)
+          .integer("lr_decay_start", &H::lr_decay_start,
+                   "updates before the decay starts (reference: 400)", 0, 1e9)
+          .number("grad_clip", &H::grad_clip, "max gradient norm (paper: 1.0)", 0, 1e6)
+          .number("baseline_decay", &H::baseline_decay,
+                  "EMA decay of the reward baseline (paper: 0.9)", 0, 1)
+          .number("invalid_step_time_s", &H::invalid_step_time_s,
+                  "step time charged to OOM placements, seconds (paper: 100)", 0, 1e9)
+          .flag("baseline_from_invalid", &H::baseline_from_invalid,
+                "start the reward baseline at the OOM reward (reference: true)")
+          .number("tanh_constant", &H::tanh_constant,
+                  "placer logits bounded to c x tanh(logits); 0: unbounded (reference: 1.0)", 0,
+                  100)
+          .number("logit_noise", &H::logit_noise,
+                  "std of logit noise at the first update (reference: 0.5, relative)", 0, 100)
+          .integer("noise_steps", &H::noise_steps,
+                   "updates over which the noise decays to 0, or, relative, stays (reference: "
+                   "750)",
+                   0, 1e9)
+          .flag("noise_relative", &H::noise_relative,
+                "noise std relative to the logits' root-mean-square, constant until noise_steps "
+                "(reference: true)")
+          .flag("grouping_mean_log_prob", &H::grouping_mean_log_prob,
+                "the grouping's log-probability is the mean over ops, not the sum (reference: "
+                "sum), so it weighs like one placer decision")
+          .number("layer_feature_weight", &H::layer_feature_weight,
+                  "the grouper reads each op's layer as a one-hot of this weight, a group "
+                  "embedding counts its ops' layers; 0: neither (reference: neither)",
+                  0, 1000)
+          .number("grouper_logit_scale", &H::grouper_logit_scale,
+                  "the grouper's logits times this: sharper groups from the first update", 0, 1000)
+          .seed(&H::seed);
+  registry.add(describe_agent(
+      "hdp",
+      "Hierarchical Device Placement (Mirhoseini et al., ICLR 2018): grouper + seq2seq placer, "
+      "REINFORCE",
+      true, fields, HdpOptions(),
+      [](const HdpOptions& h) { return std::make_unique<HdpAgent>(h); }));
 }
 
 }  // namespace gopt::agents::hdp

@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 
+#include "agents/option_fields.h"
 #include "agents/placement_utils.h"
 #include "core/rng.h"
 #include "core/strings.h"
@@ -110,7 +111,7 @@ class AnnealingAgent final : public Agent {
                                            ? options_.restart_after
                                            : std::max<std::int64_t>(1, budget_samples / 10);
     const double t0 = options_.initial_temperature;
-    const double t1 = std::min(options_.final_temperature, t0);
+    const double t1 = options_.final_temperature;  // at most t0 (the registry's rule)
     while (!out_of_budget()) {
       const double progress = std::min(1.0, static_cast<double>(env.samples() - first_sample) /
                                                 static_cast<double>(budget_samples));
@@ -228,18 +229,6 @@ class AnnealingAgent final : public Agent {
   DeviceId devices_ = 0;
 };
 
-std::vector<std::string> split_names(const std::string& text) {
-  std::vector<std::string> names;
-  std::string item;
-  std::istringstream in(text);
-  while (std::getline(in, item, ',')) {
-    item.erase(0, item.find_first_not_of(' '));
-    item.erase(item.find_last_not_of(' ') + 1);
-    if (!item.empty()) names.push_back(item);
-  }
-  return names;
-}
-
 }  // namespace
 
 std::unique_ptr<Agent> make_annealing_agent(const AnnealingOptions& options) {
@@ -247,76 +236,68 @@ std::unique_ptr<Agent> make_annealing_agent(const AnnealingOptions& options) {
 }
 
 void register_annealing(AgentRegistry& registry) {
-  const AnnealingOptions d;
-  const auto text = option_number_text;
-  registry.add(
-      {"annealing",
-       "Equal-budget search reference: simulated annealing (Kirkpatrick et al., Science 1983) "
-       "from the best baseline decision, as FlexFlow's MCMC search (Jia et al., SysML 2019)",
-       true,
-       {
-           {"starts", OptionType::kString, core::join(d.starts, ","),
-            "comma-separated agents whose decisions are the candidate starts (each costs one "
-            "sample)"},
-           {"tasks", OptionType::kString, "placement",
-            "comma-separated decision parts searched: placement, scheduling, fusion"},
-           {"samples_per_step", OptionType::kInt, std::to_string(d.samples_per_step),
-            "samples per learning-curve step; default: GO's samples per PPO update, so equal "
-            "budget.steps is equal samples",
-            1, 4096},
-           {"initial_temperature", OptionType::kDouble, text(d.initial_temperature),
-            "relative step-time increase accepted with probability 1/e at the start", 0, 100},
-           {"final_temperature", OptionType::kDouble, text(d.final_temperature),
-            "the same at the end of the budget (geometric cooling)", 0, 100},
-           {"max_block", OptionType::kInt, std::to_string(d.max_block),
-            "most consecutive ops one block move takes", 1, 1e6},
-           {"restart_after", OptionType::kInt, std::to_string(d.restart_after),
-            "samples without a new best before returning to the best (0: a tenth of the "
-            "budget)",
-            0, 1e9},
-           {"oom_factor", OptionType::kDouble, text(d.oom_factor),
-            "an out-of-memory decision costs its step time times this", 0, 1e6},
-           {"seed", OptionType::kInt, "0", "mixed with the experiment seed", kMinSeedOption,
-            kMaxSeedOption},
-       },
-       [](const AgentOptions& o) {
-         AnnealingOptions a;
-         a.starts = split_names(o.get_string("starts"));
-         AgentRegistry known;
-         register_builtin_agents(known);
-         for (const auto& name : a.starts) {
-           if (name == "annealing" || !known.contains(name) || known.info(name).learner) {
-             o.reject("starts", "expected names of built-in agents that do not learn");
-           }
-         }
-         if (a.starts.empty()) o.reject("starts", "expected at least one agent");
-         a.search_placement = false;
-         for (const auto& task : split_names(o.get_string("tasks"))) {
-           if (task == "placement") {
-             a.search_placement = true;
-           } else if (task == "scheduling") {
-             a.search_priority = true;
-           } else if (task == "fusion") {
-             a.search_fusion = true;
-           } else {
-             o.reject("tasks", "expected placement, scheduling or fusion");
-           }
-         }
-         a.samples_per_step = o.get_int("samples_per_step");
-         if (a.samples_per_step < 1) o.reject("samples_per_step", "expected at least 1");
-         a.initial_temperature = o.get_double("initial_temperature");
-         a.final_temperature = o.get_double("final_temperature");
-         if (a.initial_temperature < 0 || a.final_temperature < 0) {
-           o.reject("initial_temperature", "expected temperatures >= 0");
-         }
-         a.max_block = o.get_int("max_block");
-         if (a.max_block < 1) o.reject("max_block", "expected at least 1");
-         a.restart_after = o.get_int("restart_after");
-         a.oom_factor = o.get_double("oom_factor");
-         if (a.oom_factor < 1) o.reject("oom_factor", "expected at least 1");
-         a.seed = static_cast<std::uint64_t>(o.get_int("seed"));
-         return make_annealing_agent(a);
-       }});
+  using A = AnnealingOptions;
+  // The agents a search may start from: those registered before it that neither learn nor
+  // read a file another agent writes (register_builtin_agents registers it last).
+  std::vector<std::string> starts;
+  for (const auto& info : registry.agents()) {
+    if (!info.learner && info.artifacts.consumes.empty()) starts.push_back(info.name);
+  }
+  OptionSpec tasks{"tasks", OptionType::kList, "",
+                   "comma-separated decision parts searched: placement, scheduling, fusion"};
+  tasks.choices = {"placement", "scheduling", "fusion"};
+  const auto fields =
+      OptionFields<A>()
+          .names("starts", &A::starts,
+                 "comma-separated agents whose decisions are the candidate starts (each costs "
+                 "one sample)",
+                 starts)
+          .custom(
+              std::move(tasks),
+              [](A& a) {
+                std::vector<std::string> parts;
+                if (a.search_placement) parts.emplace_back("placement");
+                if (a.search_priority) parts.emplace_back("scheduling");
+                if (a.search_fusion) parts.emplace_back("fusion");
+                return core::join(parts, ",");
+              },
+              [](const AgentOptions& given, A& a) {
+                const auto parts = given.get_list("tasks");
+                auto has = [&](const char* part) {
+                  return std::find(parts.begin(), parts.end(), part) != parts.end();
+                };
+                a.search_placement = has("placement");
+                a.search_priority = has("scheduling");
+                a.search_fusion = has("fusion");
+              })
+          .integer("samples_per_step", &A::samples_per_step,
+                   "samples per learning-curve step; default: GO's samples per PPO update, so "
+                   "equal budget.steps is equal samples",
+                   1, 4096)
+          .number("initial_temperature", &A::initial_temperature,
+                  "relative step-time increase accepted with probability 1/e at the start", 0, 100)
+          .number("final_temperature", &A::final_temperature,
+                  "the same at the end of the budget (geometric cooling; at most "
+                  "initial_temperature)",
+                  0, 100)
+          .integer("max_block", &A::max_block, "most consecutive ops one block move takes", 1, 1e6)
+          .integer("restart_after", &A::restart_after,
+                   "samples without a new best before returning to the best (0: a tenth of the "
+                   "budget)",
+                   0, 1e9)
+          .number("oom_factor", &A::oom_factor,
+                  "an out-of-memory decision costs its step time times this", 1, 1e6)
+          .seed(&A::seed)
+          .rule("final_temperature", [](const A& a) -> std::string {
+            if (a.final_temperature <= a.initial_temperature) return "";
+            return "expected at most initial_temperature (" +
+                   option_number_text(a.initial_temperature) + ")";
+          });
+  registry.add(describe_agent(
+      "annealing",
+      "Equal-budget search reference: simulated annealing (Kirkpatrick et al., Science 1983) "
+      "from the best baseline decision, as FlexFlow's MCMC search (Jia et al., SysML 2019)",
+      true, fields, AnnealingOptions(), make_annealing_agent));
 }
 
 }  // namespace gopt::agents::search

@@ -40,7 +40,8 @@ struct AnnealingOptions {
   bool search_fusion = false;                           ///< per-op fusion levels
   std::int64_t samples_per_step = kGoSamplesPerUpdate;  ///< samples per learning-curve point
   /// Temperature as a relative step-time increase: a move 5% worse is accepted with
-  /// probability 1/e at the start; it falls geometrically to final_temperature.
+  /// probability 1/e at the start; it falls geometrically to final_temperature (at most
+  /// initial_temperature: the registry rejects a search that would heat up).
   double initial_temperature = 0.05;
   double final_temperature = 0.001;
   std::int64_t max_block = 64;  ///< most ops one block move takes
@@ -52,8 +53,10 @@ struct AnnealingOptions {
   std::uint64_t seed = 0;  ///< mixed with the problem seed
 };
 
-/// Registers `annealing`. Its start agents come from a registry of the built-in agents
-/// that it builds itself (so it never depends on the lifetime of `registry`).
+/// Registers `annealing`. Its `starts` may name the agents registered before it that
+/// neither learn nor read another agent's file (register_builtin_agents registers it
+/// last); it creates them from a registry of the built-in agents that it builds itself
+/// (so it never depends on the lifetime of `registry`).
 void register_annealing(AgentRegistry& registry);
 
 /// Creates the agent directly (tests).

@@ -15,6 +15,7 @@
 #include "agents/go/go_agent.h"
 #include "agents/go/go_model.h"
 #include "agents/go/go_ppo.h"
+#include "agents/go/go_registration.h"
 #include "agents/registry.h"
 #include "agents/torch_utils.h"
 #include "core/errors.h"
@@ -163,10 +164,9 @@ TEST(GoMultitaskDecisionTest, SampledJointDecisionsAreValid) {
 double train_on(const TaskGraph& t, const std::string& profile, bool place, bool schedule,
                 bool fuse, std::int64_t steps, std::uint64_t seed = 1, double prior = 0) {
   testing::ProblemFixture f(t.graph, profile, 3);
-  GoOptions o;
+  GoOptions o = go_agent_defaults("go_multitask");  // the multi-task agents' defaults
   o.policy = task_options(place, schedule, fuse);
   o.ppo.samples_per_step = 8;
-  o.ppo.learning_rate = kSearchLearningRate;  // the multi-task agents' default
   o.seed = seed;
   o.placement_prior = prior;
   o.priority_prior = prior;

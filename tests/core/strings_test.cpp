@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <optional>
+
 namespace gopt::core {
 namespace {
 
@@ -18,6 +21,44 @@ TEST(StringsTest, DidYouMeanOnlySuggestsCloseNames) {
   EXPECT_EQ(did_you_mean("round_robbin", names), " (did you mean 'round_robin'?)");
   EXPECT_EQ(did_you_mean("transformer", names), "");
   EXPECT_EQ(join({"a", "b"}), "a, b");
+}
+
+// One grammar for every boolean and number a config, an agent option or --set gives
+// (docs/config.md "Values").
+TEST(StringsTest, BooleansHaveOneGrammar) {
+  for (const char* yes : {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON", "1"}) {
+    EXPECT_EQ(parse_bool(yes), std::optional<bool>(true)) << yes;
+  }
+  for (const char* no : {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF", "0"}) {
+    EXPECT_EQ(parse_bool(no), std::optional<bool>(false)) << no;
+  }
+  for (const char* neither : {"", "y", "n", "tRue", " true", "true ", "2", "-1", "yes please"}) {
+    EXPECT_EQ(parse_bool(neither), std::nullopt) << "'" << neither << "'";
+  }
+}
+
+TEST(StringsTest, IntegersAreDecimalAndFitIn64Bits) {
+  EXPECT_EQ(parse_integer("42"), 42);
+  EXPECT_EQ(parse_integer("+7"), 7);
+  EXPECT_EQ(parse_integer("-9223372036854775808"), INT64_MIN);
+  EXPECT_EQ(parse_integer("9223372036854775807"), INT64_MAX);
+  for (const char* bad :
+       {"", "+", "-", " 1", "1 ", "1.0", "1e3", "0x10", "9223372036854775808", "many", "1_000"}) {
+    EXPECT_EQ(parse_integer(bad), std::nullopt) << "'" << bad << "'";
+  }
+}
+
+TEST(StringsTest, NumbersAreFiniteDecimals) {
+  EXPECT_EQ(parse_number("3e-4"), 3e-4);
+  EXPECT_EQ(parse_number("0.0003"), 3e-4);
+  EXPECT_EQ(parse_number("-2"), -2.0);
+  EXPECT_EQ(parse_number(".5"), 0.5);
+  EXPECT_EQ(parse_number("5."), 5.0);
+  EXPECT_EQ(parse_number("+1E2"), 100.0);
+  for (const char* bad : {"", ".", "e3", "1e", "1e+", " 1", "1 ", "0x10", "inf", "nan", ".inf",
+                          "1e999", "1e-999", "1,5", "soon"}) {
+    EXPECT_EQ(parse_number(bad), std::nullopt) << "'" << bad << "'";
+  }
 }
 
 }  // namespace

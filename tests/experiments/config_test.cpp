@@ -418,5 +418,91 @@ agents: [single_device]
   EXPECT_EQ(p[1].field, "workloads[1].onnx");
 }
 
+// Issue #29: one grammar for booleans everywhere in a config (core::parse_bool): the
+// top-level keys take what agent options take, and both reject the same texts.
+TEST_F(ConfigTest, BooleansHaveOneGrammarInKeysAndAgentOptions) {
+  auto c = parse(R"(name: demo
+hardware: p100x4_pcie
+workloads:
+  - transformer_xl_2
+  - {graph: wavenet_2, pretrain_validation: on}
+  - {graph: wavenet_4, held_out: True}
+agents:
+  - {name: go_pretrain, options: {modulation: yes, evaluate_greedy: 0}}
+  - go_zero_shot
+)");
+  EXPECT_TRUE(c.workloads[1].pretrain_validation);
+  EXPECT_TRUE(c.workloads[2].held_out);
+  EXPECT_EQ(c.agents[0].options.at("modulation"), "yes");
+  auto p = problems(R"(name: demo
+hardware: p100x4_pcie
+workloads:
+  - {graph: wavenet_4, held_out: tRue}
+agents:
+  - {name: go_one, options: {modulation: tRue}}
+)");
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_EQ(p[0].text(),
+            "exp.yaml:4:34: workloads[0].held_out: expected true or false (also yes/no, on/off, "
+            "1/0), found 'tRue'");
+  EXPECT_EQ(p[1].text(),
+            "exp.yaml:6:42: agents[0].options.modulation: expected true or false (also yes/no, "
+            "on/off, 1/0), found 'tRue'");
+}
+
+// Every agent option is checked when the config loads, rules between options included,
+// each problem at the option's line and column: none waits for its job to start.
+TEST_F(ConfigTest, AgentOptionRulesStopTheConfigAtTheOption) {
+  auto p = problems(R"(name: demo
+hardware: p100x4_pcie
+workloads: [rnnlm_2]
+agents:
+  - {name: go_multitask, options: {priority_levels: 1, default_placement: metis}}
+  - name: annealing
+    options:
+      initial_temperature: 0.01
+      final_temperature: 0.02
+  - {name: go_one, options: {samples_per_step: 4, unit_samples: 8}}
+  - {name: tf_default, options: {placement: single_devise}}
+)");
+  std::string all;
+  for (const auto& x : p) all += x.text() + "\n";
+  for (const char* expected :
+       {"exp.yaml:5:53: agents[0].options.priority_levels: expected an integer in [2, 1024], "
+        "found '1'",
+        "exp.yaml:5:75: agents[0].options.default_placement: expected one of human_expert, "
+        "single_device, found 'metis'",
+        "exp.yaml:9:26: agents[1].options.final_temperature: expected at most "
+        "initial_temperature (0.01), found '0.02'",
+        "exp.yaml:10:65: agents[2].options.unit_samples: expected at most samples_per_step (4), "
+        "found '8'",
+        "agents[3].options.placement: expected one of human_expert, single_device, found "
+        "'single_devise' (did you mean 'single_device'?)"}) {
+    EXPECT_NE(all.find(expected), std::string::npos) << "missing: " << expected << "\n" << all;
+  }
+  EXPECT_EQ(p.size(), 5u) << all;
+}
+
+// A list option takes a YAML list of names as well as comma-separated text.
+TEST_F(ConfigTest, ListOptionsTakeAYamlList) {
+  auto c = parse(R"(name: demo
+hardware: p100x4_pcie
+workloads: [rnnlm_2]
+agents:
+  - {name: annealing, options: {starts: [metis, heft], tasks: "placement, fusion"}}
+)");
+  EXPECT_EQ(c.agents[0].options.at("starts"), "metis,heft");
+  EXPECT_EQ(c.agents[0].options.at("tasks"), "placement, fusion");
+  auto p = problems(R"(name: demo
+hardware: p100x4_pcie
+workloads: [rnnlm_2]
+agents:
+  - {name: annealing, options: {starts: [metis, hdp]}}
+)");
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].field, "agents[0].options.starts");
+  EXPECT_NE(p[0].message.find("found 'metis,hdp'"), std::string::npos) << p[0].message;
+}
+
 }  // namespace
 }  // namespace gopt::experiments

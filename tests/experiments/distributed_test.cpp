@@ -135,8 +135,8 @@ TEST(LaunchEnvironmentTest, AWrongValueIsNamedWithWhatWasFound) {
       << e;
   e = with("TORCHELASTIC_USE_AGENT_STORE", "maybe");
   EXPECT_TRUE(contains(e,
-                       "environment variable TORCHELASTIC_USE_AGENT_STORE: expected True or "
-                       "False, found 'maybe'"))
+                       "environment variable TORCHELASTIC_USE_AGENT_STORE: expected true or "
+                       "false (also yes/no, on/off, 1/0), found 'maybe'"))
       << e;
   e = with("WORLD_SIZE", "99999999999");
   EXPECT_TRUE(contains(e, "environment variable WORLD_SIZE:")) << e;
