@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -44,6 +45,8 @@ class OptionFields {
   using Read = std::function<void(const AgentOptions&, Options&)>;
   /// Why an instance breaks a rule between fields ("" when it does not).
   using Rule = std::function<std::string(const Options&)>;
+  /// Why an instance cannot run on a cluster of `devices` devices ("" when it can).
+  using ClusterRule = std::function<std::string(const Options&, std::int64_t devices)>;
 
   /// An integer member (any integral type), in [min, max].
   template <typename Access>
@@ -165,12 +168,23 @@ class OptionFields {
     return *this;
   }
 
+  /// A rule between a field and the cluster a config runs on, reported on option `option`
+  /// when the config loads ("expected at least the cluster's 8 devices").
+  OptionFields& cluster_rule(std::string option, ClusterRule problem) {
+    cluster_rules_.push_back({std::move(option), std::move(problem)});
+    return *this;
+  }
+
   /// These fields followed by `more`'s (shared groups of options).
   OptionFields& append(const OptionFields& more) {
     fields_.insert(fields_.end(), more.fields_.begin(), more.fields_.end());
     rules_.insert(rules_.end(), more.rules_.begin(), more.rules_.end());
+    cluster_rules_.insert(cluster_rules_.end(), more.cluster_rules_.begin(),
+                          more.cluster_rules_.end());
     return *this;
   }
+
+  [[nodiscard]] bool has_cluster_rules() const { return !cluster_rules_.empty(); }
 
   /// The option list, in order, with the defaults of `defaults`.
   [[nodiscard]] std::vector<OptionSpec> specs(Options defaults) const {
@@ -192,6 +206,16 @@ class OptionFields {
     return defaults;
   }
 
+  /// read(given, defaults), then the cluster rules for a cluster of `devices` devices.
+  void check_cluster(const AgentOptions& given, Options defaults, std::int64_t devices) const {
+    const Options options = read(given, std::move(defaults));
+    for (const auto& r : cluster_rules_) {
+      if (auto problem = r.problem(options, devices); !problem.empty()) {
+        given.reject(r.option, problem);
+      }
+    }
+  }
+
  private:
   template <typename Access>
   using Member = std::remove_reference_t<std::invoke_result_t<Access, Options&>>;
@@ -205,13 +229,19 @@ class OptionFields {
     std::string option;
     Rule problem;
   };
+  struct NamedClusterRule {
+    std::string option;
+    ClusterRule problem;
+  };
   std::vector<Field> fields_;
   std::vector<NamedRule> rules_;
+  std::vector<NamedClusterRule> cluster_rules_;
 };
 
 /// A registry entry for an agent whose options are `fields` of `Options`, starting from
 /// `defaults`: its option list is generated from them, its rules run when a config loads
-/// (AgentInfo::check_options), and `make` gets the struct read from the checked options.
+/// (AgentInfo::check_options, check_cluster), and `make` gets the struct read from the
+/// checked options.
 template <typename Options, typename Make>
 [[nodiscard]] AgentInfo describe_agent(std::string name, std::string description, bool learner,
                                        const OptionFields<Options>& fields, Options defaults,
@@ -223,6 +253,11 @@ template <typename Options, typename Make>
   info.factory = [fields, defaults, make](const AgentOptions& given) -> std::unique_ptr<Agent> {
     return make(fields.read(given, defaults));
   };
+  if (fields.has_cluster_rules()) {
+    info.check_cluster = [fields, defaults](const AgentOptions& given, std::int64_t devices) {
+      fields.check_cluster(given, defaults, devices);
+    };
+  }
   return info;
 }
 

@@ -160,6 +160,7 @@ struct AgentArtifacts {
 struct AgentInfo {
   using Factory = std::function<std::unique_ptr<Agent>(const AgentOptions&)>;
   using Check = std::function<void(const AgentOptions&)>;
+  using ClusterCheck = std::function<void(const AgentOptions&, std::int64_t devices)>;
 
   AgentInfo() = default;
   AgentInfo(std::string agent_name, std::string what, bool learns, std::vector<OptionSpec> specs,
@@ -180,6 +181,10 @@ struct AgentInfo {
   /// `heads`); throws InputError through AgentOptions::reject. Run when a config loads
   /// and before `factory`. Optional; agents described by OptionFields get theirs from it.
   Check check_options;
+  /// Checks against the cluster a config runs on, of `devices` devices, what the options
+  /// alone cannot (single_device's `device` exists, GO's `max_devices` covers it); throws
+  /// InputError through AgentOptions::reject. Run when a config loads. Optional.
+  ClusterCheck check_cluster;
   /// What its jobs produce and consume (AgentRegistry::declare_artifacts); none by default.
   AgentArtifacts artifacts;
 };

@@ -389,6 +389,14 @@ class ConfigParser {
       c.hardware = value;
     } catch (const core::InputError& e) {
       r_.problem(n, "hardware", e.problem());
+      return;
+    }
+    // Its device count, for the agents' checks against the cluster (a profile that does
+    // not load is a problem here rather than when the run starts).
+    try {
+      devices_ = hardware::load_profile(value).num_devices();
+    } catch (const core::InputError& e) {
+      r_.problem(n, "hardware", e.what());
     }
   }
 
@@ -659,17 +667,20 @@ class ConfigParser {
                        a.type + "')");
         continue;
       }
+      bool options_valid = true;
       if (n.IsMap()) {
-        if (auto o = n["options"]) parse_options(o, field + ".options", info, a);
+        if (auto o = n["options"]) options_valid = parse_options(o, field + ".options", info, a);
         if (auto b = n["budget"]) parse_budget(b, field + ".budget", info, a);
       }
+      if (options_valid) check_cluster(n, field, *info, a);
       c.agents.push_back(std::move(a));
     }
   }
 
-  void parse_options(const YAML::Node& o, const std::string& field, const agents::AgentInfo* info,
+  // Reads and checks an agent's options; false when one of them is a problem.
+  bool parse_options(const YAML::Node& o, const std::string& field, const agents::AgentInfo* info,
                      AgentConfig& a) {
-    if (!r_.expect_map(o, field)) return;
+    if (!r_.expect_map(o, field)) return false;
     std::vector<std::string> valid;
     if (info) {
       for (const auto& spec : info->options) valid.push_back(spec.name);
@@ -699,14 +710,32 @@ class ConfigParser {
     // Rules between options (GO: hidden a multiple of heads), once each value is valid: the
     // same check the registry makes before it creates the agent, so that a job cannot fail
     // on its options after others have run.
-    if (info && info->check_options && a.options.size() == o.size()) {
+    if (a.options.size() != o.size()) return false;
+    if (info && info->check_options) {
       try {
         info->check_options(agents::AgentOptions(a.type, info->options, a.options, ""));
       } catch (const core::InputError& e) {
         const std::string option = e.location().substr(e.location().rfind('.') + 1);
         const YAML::Node at = o[option] ? o[option] : o;
         r_.problem(at, field + "." + option, e.problem());
+        return false;
       }
+    }
+    return true;
+  }
+
+  // The agent's options against the config's cluster (AgentInfo::check_cluster), given or
+  // default: GO's max_devices and single_device's device, before any job starts.
+  void check_cluster(const YAML::Node& n, const std::string& field, const agents::AgentInfo& info,
+                     const AgentConfig& a) {
+    if (!info.check_cluster || devices_ <= 0) return;
+    try {
+      info.check_cluster(agents::AgentOptions(a.type, info.options, a.options, ""), devices_);
+    } catch (const core::InputError& e) {
+      const std::string option = e.location().substr(e.location().rfind('.') + 1);
+      const YAML::Node given = n.IsMap() && n["options"] ? n["options"][option] : YAML::Node();
+      r_.problem(given ? given : n, field + ".options." + option,
+                 e.problem() + (given ? "" : " (the default; set it in the agent's options)"));
     }
   }
 
@@ -767,6 +796,7 @@ class ConfigParser {
   std::filesystem::path base_dir_;
   const agents::AgentRegistry& agent_registry_;
   const datasets::WorkloadRegistry& workload_registry_;
+  std::int64_t devices_ = 0;  // the hardware profile's devices (0: no profile loaded)
   // The `pretrain_validation: true` nodes and their fields, checked against the agents.
   std::vector<std::pair<YAML::Node, std::string>> validation_workloads_;
 };

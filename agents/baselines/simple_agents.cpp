@@ -76,8 +76,14 @@ void register_simple_agents(AgentRegistry& registry) {
   registry.add(describe_agent(
       "single_device", "TensorFlow's default: every op on one GPU, FIFO scheduling, no fusion",
       false,
-      OptionFields<SingleDeviceOptions>().integer("device", &SingleDeviceOptions::device,
-                                                  "the device that runs every op", 0, 1023),
+      OptionFields<SingleDeviceOptions>()
+          .integer("device", &SingleDeviceOptions::device, "the device that runs every op", 0, 1023)
+          .cluster_rule("device",
+                        [](const SingleDeviceOptions& o, std::int64_t devices) -> std::string {
+                          if (o.device < devices) return "";
+                          return "expected a device of the cluster's " + std::to_string(devices) +
+                                 " (0 to " + std::to_string(devices - 1) + ")";
+                        }),
       SingleDeviceOptions(),
       [](const SingleDeviceOptions& o) { return std::make_unique<SingleDeviceAgent>(o); }));
   registry.add({"round_robin",

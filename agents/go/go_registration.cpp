@@ -54,9 +54,14 @@ Fields policy_fields() {
       .flag("unit_decisions", policy_field(&GoPolicyOptions::unit_decisions),
             "one placement decision per unit (a layer, a two-level name scope, a block) "
             "instead of per op")
-      .rule("heads", [](const GoOptions& g) -> std::string {
-        if (g.policy.hidden() % g.policy.heads() == 0) return "";
-        return "expected a divisor of hidden (" + std::to_string(g.policy.hidden()) + ")";
+      .rule("heads",
+            [](const GoOptions& g) -> std::string {
+              if (g.policy.hidden() % g.policy.heads() == 0) return "";
+              return "expected a divisor of hidden (" + std::to_string(g.policy.hidden()) + ")";
+            })
+      .cluster_rule("max_devices", [](const GoOptions& g, std::int64_t devices) -> std::string {
+        if (g.policy.max_devices() >= devices) return "";
+        return "expected at least the cluster's " + std::to_string(devices) + " devices";
       });
 }
 

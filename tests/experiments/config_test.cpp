@@ -483,6 +483,26 @@ agents:
   EXPECT_EQ(p.size(), 5u) << all;
 }
 
+// Options that depend on the cluster are checked against the config's hardware when it
+// loads, not when the job meets the cluster.
+TEST_F(ConfigTest, AgentOptionsAreCheckedAgainstTheCluster) {
+  auto p = problems(R"(name: demo
+hardware: p100x2_pcie
+workloads: [rnnlm_2]
+agents:
+  - {name: single_device, options: {device: 2}}
+  - {name: go_one, options: {max_devices: 1}}
+  - {name: fine, agent: single_device, options: {device: 1}}
+)");
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_EQ(p[0].text(),
+            "exp.yaml:5:45: agents[0].options.device: expected a device of the cluster's 2 (0 "
+            "to 1), found '2'");
+  EXPECT_EQ(p[1].text(),
+            "exp.yaml:6:43: agents[1].options.max_devices: expected at least the cluster's 2 "
+            "devices, found '1'");
+}
+
 // A list option takes a YAML list of names as well as comma-separated text.
 TEST_F(ConfigTest, ListOptionsTakeAYamlList) {
   auto c = parse(R"(name: demo
