@@ -68,9 +68,8 @@ struct GoOptions {
   /// memory into memory (memory_fitting_decision; 0: the greedy placement as it is).
   std::int64_t memory_repairs = 20;
   /// GO-one: Adam learning rate on a graph that runs out of memory on one device, whose
-  /// random start is mostly out-of-memory samples (docs/agents.md "The largest graphs at
-  /// Table 1's 200 updates"); 0: use ppo.learning_rate on every graph (the multi-task
-  /// agents).
+  /// random start is mostly out-of-memory samples (docs/agents.md "Design decisions
+  /// (GO)"); 0: use ppo.learning_rate on every graph (the multi-task agents).
   double oversize_learning_rate = kSearchLearningRate;
   /// Coarse to fine: the first this many updates decide per decision unit
   /// (GoPolicyOptions::unit_decisions), the rest per op, from the same network; the best
