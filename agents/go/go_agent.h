@@ -38,11 +38,11 @@ enum class GoMode { kOne, kPretrain, kFinetune, kZeroShot };
 /// budget: go_finetune (a pretrained policy, at most 50 updates) and the multi-task agents
 /// (the default pipeline's priors), and go_one's on a graph too large for one device
 /// (GoOptions::oversize_learning_rate). Training from scratch otherwise uses
-/// PpoOptions::learning_rate, 3e-4 (docs/agents.md "Learning rate").
+/// PpoOptions::learning_rate, 3e-4 (docs/agents.md "Design decisions (GO)").
 inline constexpr double kSearchLearningRate = 3e-3;
 
 /// go_one's default self-imitation weight (PpoOptions::imitation_coef; the other agents
-/// default to 0). Measured in docs/agents.md, "Self-imitation".
+/// default to 0). Measured in docs/agents.md, "Design decisions (GO)".
 inline constexpr double kGoOneImitation = 0.3;
 
 /// Every option of the GO agents. The defaults are go_one's, the options `gopt run` gives
@@ -73,7 +73,7 @@ struct GoOptions {
   double oversize_learning_rate = kSearchLearningRate;
   /// Coarse to fine: the first this many updates decide per decision unit
   /// (GoPolicyOptions::unit_decisions), the rest per op, from the same network; the best
-  /// decision found in either phase is kept (docs/agents.md "Decision units"). 0: off.
+  /// decision found in either phase is kept (docs/agents.md "PPO", decision units). 0: off.
   std::int64_t unit_phase = 0;
   std::string checkpoint;  ///< written (pretrain) or read (finetune, zero-shot)
   std::uint64_t seed = 0;  ///< mixed with the problem seed

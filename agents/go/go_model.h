@@ -38,7 +38,7 @@ struct GoPolicyOptions {
   TORCH_ARG(double, head_init_scale) = 3.0;       ///< placement head init x this (not saved)
   /// One placement distribution per decision unit (GraphTensors::unit): the placement
   /// logits are the mean of the unit's per-op logits, shared by its ops, so that a unit
-  /// moves between devices whole (docs/agents.md "Decision units"). Off: per op (the paper).
+  /// moves between devices whole (docs/agents.md "PPO", decision units). Off: per op (the paper).
   TORCH_ARG(bool, unit_decisions) = false;
   // Tasks (issue #9). With task_layers off and only placement on, the network is the
   // placement policy above (go_one). With task_layers on, every decided task has its own

@@ -45,7 +45,7 @@ namespace gopt::agents::go {
 struct PpoOptions {
   std::int64_t samples_per_step = 16;  ///< placements sampled per update
   std::int64_t epochs = 3;             ///< optimisation passes over each batch
-  double learning_rate = 3e-4;         ///< Adam (docs/agents.md "Learning rate")
+  double learning_rate = 3e-4;         ///< Adam (docs/agents.md "Design decisions (GO)")
   double clip = 0.2;                   ///< ratio clip range
   double value_coef = 0.5;             ///< weight of the value loss
   double entropy_coef = 0.01;          ///< weight of the entropy bonus
