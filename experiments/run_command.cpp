@@ -17,7 +17,6 @@
 #include <vector>
 
 #include "agents/cpu_numerics.h"
-#include "agents/registry.h"
 #include "core/errors.h"
 #include "core/strings.h"
 #include "experiments/cli.h"
@@ -118,11 +117,8 @@ int print_plan_only(const RunArgs& args, const ExperimentConfig& config, const s
   if (args.resume && out != "-" && std::filesystem::exists(out, ec)) {
     for (const auto& r : read_results_file(out).results) done.push_back(r.key);
   }
-  print_run_plan(config, done, ctx.out);
+  const Plan plan = print_run_plan(config, done, ctx.out);
   if (!args.costs.empty()) {
-    agents::AgentRegistry registry;
-    agents::register_builtin_agents(registry);
-    const Plan plan = without_done(build_plan(config, registry), done);
     const auto workers = static_cast<std::size_t>(args.jobs) * static_cast<std::size_t>(args.ranks);
     print_projection(plan,
                      project_run(plan, read_results_file(args.costs).results, workers, args.costs),

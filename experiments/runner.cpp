@@ -129,7 +129,7 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
   return summary;
 }
 
-void print_run_plan(const ExperimentConfig& config, const std::vector<ResultKey>& done,
+Plan print_run_plan(const ExperimentConfig& config, const std::vector<ResultKey>& done,
                     std::ostream& out) {
   agents::AgentRegistry registry;
   agents::register_builtin_agents(registry);
@@ -137,6 +137,7 @@ void print_run_plan(const ExperimentConfig& config, const std::vector<ResultKey>
   std::map<std::string, core::CompiledGraph> graphs;
   load_graphs(plan, graphs);
   print_plan(plan, ops_of(graphs), out);
+  return plan;
 }
 
 }  // namespace gopt::experiments

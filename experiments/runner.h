@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "experiments/config.h"
+#include "experiments/plan.h"
 #include "experiments/result_sink.h"
 
 namespace gopt::experiments {
@@ -119,9 +120,9 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
                           const RunnerOptions& options = {});
 
 /// `gopt run --dry-run`: prints the plan of `config`'s jobs not in `done` (print_plan, with
-/// time estimates from the graphs' op counts) and runs nothing. Throws as run_experiment
-/// before its first job.
-void print_run_plan(const ExperimentConfig& config, const std::vector<ResultKey>& done,
+/// time estimates from the graphs' op counts), runs nothing and returns the plan (for
+/// `--costs`'s projection). Throws as run_experiment before its first job.
+Plan print_run_plan(const ExperimentConfig& config, const std::vector<ResultKey>& done,
                     std::ostream& out);
 
 }  // namespace gopt::experiments
