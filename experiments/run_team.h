@@ -6,7 +6,7 @@
 //
 //   Distributed peers(*launch);
 //   StoreRunTeam team(peers);
-//   RunStart start = team.share_start({config.resolved_yaml, sink.existing()});
+//   RunStart start = team.share_start({sink.existing()});
 //   run_experiment(config, sink, RunnerOptions().on_team(team).skip(start.done));
 #pragma once
 
@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "experiments/result_sink.h"
+#include "experiments/team_events.h"
 
 namespace gopt::experiments {
 
@@ -40,36 +40,6 @@ struct RankPlan {
 /// then its members longest first. `waits_for` as in WorkQueue.
 [[nodiscard]] RankPlan plan_ranks(const std::vector<double>& expected_s,
                                   const std::vector<std::ptrdiff_t>& waits_for, int ranks);
-
-/// What one rank tells rank 0 while it runs.
-struct TeamEvent {
-  enum class Kind : std::uint8_t {
-    kStarted,   ///< worker `worker` started item `item`
-    kStep,      ///< worker `worker`'s learner finished update `step`
-    kFinished,  ///< worker `worker` ended its item: `results` to write, `failures` to report
-    kMessage,   ///< a progress message (`text`)
-    kDone,      ///< the rank ran everything it will run (`interrupted`: it was stopped)
-  };
-  Kind kind = Kind::kMessage;
-  int rank = 0;  ///< the sender (set by RunTeam::receive)
-  int worker = 0;
-  std::int64_t item = -1;
-  std::int64_t step = 0;
-  std::vector<RunResult> results;
-  std::vector<std::pair<std::string, std::string>> failures;  ///< (job, message)
-  std::string text;
-  bool interrupted = false;
-};
-
-/// Bytes of an event and back, exactly (doubles bit for bit). Throws core::Error on bytes
-/// that are not an event of this build.
-[[nodiscard]] std::vector<std::uint8_t> encode_event(const TeamEvent& event);
-[[nodiscard]] TeamEvent decode_event(const std::vector<std::uint8_t>& bytes);
-
-/// What rank 0 tells the others before the run: the results file's finished results.
-struct RunStart {
-  std::vector<ResultKey> done;
-};
 
 /// The other ranks of a run, as the runner sees them.
 class RunTeam {
