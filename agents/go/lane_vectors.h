@@ -1,7 +1,7 @@
 // Sixteen floats as one vector for the fused attention kernel (segment_attention.cpp): a
 // GCC vector extension (F16, one AVX-512 register) or the same lanes split into native
 // vectors (Split<F8, 2>, Split<F4, 4>), with the arithmetic, exp, lane sums and maxima the
-// kernel uses. Internal to the kernel: included by segment_attention.cpp only.
+// kernel uses. Internal to the kernel: included by segment_attention.cpp and lane_rows.h only.
 #pragma once
 
 #include <cstring>
