@@ -207,6 +207,43 @@ GoOptions searching(GoMode mode) {
   return g;
 }
 
+// The multi-task agents: one per combination of the tasks (placement, scheduling, fusion)
+// that the policy decides.
+std::vector<GoAgentEntry> multitask_agents() {
+  struct Variant {
+    const char* name;
+    bool place, schedule, fuse;
+    const char* what;
+  };
+  static const Variant kVariants[] = {
+      {"go_placement", true, false, false, "placement alone"},
+      {"go_scheduling", false, true, false, "op scheduling alone"},
+      {"go_fusion", false, false, true, "op fusion alone"},
+      {"go_placement_scheduling", true, true, false, "placement and scheduling jointly"},
+      {"go_placement_fusion", true, false, true, "placement and fusion jointly"},
+      {"go_scheduling_fusion", false, true, true, "scheduling and fusion jointly"},
+      {"go_multitask", true, true, true, "placement, scheduling and fusion jointly"},
+  };
+  std::vector<GoAgentEntry> agents;
+  for (const auto& v : kVariants) {
+    // Trained from scratch on one graph as go_one, at the search learning rate on every
+    // graph (no oversize rate); the tasks not decided keep TensorFlow's default.
+    GoOptions g = searching(GoMode::kOne);
+    g.name = v.name;
+    g.oversize_learning_rate = 0;
+    g.policy.place(v.place).schedule(v.schedule).fuse(v.fuse).task_layers(true);
+    agents.push_back({v.name,
+                      std::string("multi-task GO (one recurrent attention layer per task) for ") +
+                          v.what +
+                          "; tasks it does not decide keep TensorFlow's default (expert "
+                          "placement, FIFO scheduling, XLA-style fusion)",
+                      true, g, trained_policy_fields().append(task_fields())});
+  }
+  return agents;
+}
+
+// Every GO agent, in the registry's order: go_one, the transfer-learning agents, then the
+// multi-task ones.
 std::vector<GoAgentEntry> go_agents() {
   std::vector<GoAgentEntry> agents;
   agents.push_back({"go_one",
@@ -247,34 +284,7 @@ std::vector<GoAgentEntry> go_agents() {
            "move the ops the policy is least sure of off the full devices (0: greedy only)",
            0, 1e6))});
 
-  struct Variant {
-    const char* name;
-    bool place, schedule, fuse;
-    const char* what;
-  };
-  static const Variant kVariants[] = {
-      {"go_placement", true, false, false, "placement alone"},
-      {"go_scheduling", false, true, false, "op scheduling alone"},
-      {"go_fusion", false, false, true, "op fusion alone"},
-      {"go_placement_scheduling", true, true, false, "placement and scheduling jointly"},
-      {"go_placement_fusion", true, false, true, "placement and fusion jointly"},
-      {"go_scheduling_fusion", false, true, true, "scheduling and fusion jointly"},
-      {"go_multitask", true, true, true, "placement, scheduling and fusion jointly"},
-  };
-  for (const auto& v : kVariants) {
-    // Trained from scratch on one graph as go_one, at the search learning rate on every
-    // graph (no oversize rate); the tasks not decided keep TensorFlow's default.
-    GoOptions g = searching(GoMode::kOne);
-    g.name = v.name;
-    g.oversize_learning_rate = 0;
-    g.policy.place(v.place).schedule(v.schedule).fuse(v.fuse).task_layers(true);
-    agents.push_back({v.name,
-                      std::string("multi-task GO (one recurrent attention layer per task) for ") +
-                          v.what +
-                          "; tasks it does not decide keep TensorFlow's default (expert "
-                          "placement, FIFO scheduling, XLA-style fusion)",
-                      true, g, trained_policy_fields().append(task_fields())});
-  }
+  for (auto& a : multitask_agents()) agents.push_back(std::move(a));
   return agents;
 }
 
