@@ -28,6 +28,7 @@
 #include "core/compiled_graph.h"
 #include "core/errors.h"
 #include "core/graph_io.h"
+#include "core/strings.h"
 #include "datasets/workload_registry.h"
 #include "experiments/cli.h"
 #include "experiments/hdf5_sink.h"
@@ -100,11 +101,13 @@ GraphSpec parse_graph_spec(const std::string& spec) {
       }
       std::string key = item.substr(0, eq), value = item.substr(eq + 1);
       if (onnx && key == "batch") {
-        try {
-          g.load.onnx_batch = std::stoll(value);
-        } catch (const std::exception&) {
-          throw core::InputError("--graphs", "'" + spec + "'", "batch: expected an integer");
+        // As a config's onnx.batch (0: none), in the one number grammar.
+        const auto batch = core::parse_integer(value);
+        if (!batch || *batch < 0) {
+          throw core::InputError("--graphs", "'" + spec + "'",
+                                 "batch: expected a non-negative integer, found '" + value + "'");
         }
+        g.load.onnx_batch = *batch;
       } else if (onnx && key == "training") {
         g.load.onnx_training = value == "1" || value == "true";
       } else {

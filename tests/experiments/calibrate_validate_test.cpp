@@ -195,6 +195,17 @@ TEST_F(CalibrateValidateTest, BadInputGetsClearErrors) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(contains(r.err, "cycle.json")) << r.err;
 
+  // An ONNX batch in the one number grammar (core::parse_integer): "2x" is no integer, though
+  // std::stoll would read 2 of it. Specs are read before any graph loads: no file needed.
+  for (const std::string batch : {"2x", "-1", "abc"}) {
+    r = run_command(kGopt + " validate --profile " + profile_ +
+                    " --graphs model.onnx:batch=" + batch);
+    EXPECT_EQ(r.exit_code, 1) << batch;
+    EXPECT_TRUE(contains(r.err, "--graphs")) << r.err;
+    EXPECT_TRUE(contains(r.err, "batch: expected a non-negative integer, found '" + batch + "'"))
+        << r.err;
+  }
+
   // No GPU or no CUDA LibTorch here: a clear message and status 1, never a crash.
   r = run_command(kGopt + " calibrate --backend cuda --devices 1 --out " +
                   (dir_ / "gpu.yaml").string());
