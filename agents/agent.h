@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "agents/environment.h"
+#include "agents/learner_group.h"
 #include "core/decision.h"
 
 namespace gopt::agents {
@@ -96,6 +97,11 @@ class Agent {
   /// learning-curve points to the observer first. The default ignores them (training
   /// starts over).
   virtual void set_snapshots(TrainSnapshots snapshots);
+  /// Shares the next training run with the other members of `group` (data parallelism,
+  /// agents/learner_group.h; null: alone). Meant for agents whose registry entry says
+  /// `data_parallel`: every member then trains alike and ends in the state one learner
+  /// alone would reach, sooner. The default ignores the group (each member trains alone).
+  virtual void set_learner_group(LearnerGroup* group);
 
  protected:
   Agent() = default;

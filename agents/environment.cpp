@@ -8,14 +8,22 @@ Environment::Environment(const Problem& problem)
     : problem_(problem), simulator_(problem.graph, problem.cluster, problem.cost_model) {}
 
 Evaluation Environment::evaluate(const core::Decision& decision) {
+  const Evaluation e = simulate(decision);
+  record(e, decision);
+  return e;
+}
+
+Evaluation Environment::simulate(const core::Decision& decision) {
   last_ = &simulator_.simulate(decision);
+  return {last_->step_time_s, last_->oom, last_->oom_device};
+}
+
+void Environment::record(const Evaluation& evaluation, const core::Decision& decision) {
   ++samples_;
-  Evaluation e{last_->step_time_s, last_->oom, last_->oom_device};
-  if (!e.oom && e.step_time_s < best_step_time_s_) {
-    best_step_time_s_ = e.step_time_s;
+  if (improves(evaluation)) {
+    best_step_time_s_ = evaluation.step_time_s;
     best_decision_ = decision;
   }
-  return e;
 }
 
 void Environment::restore(std::int64_t samples, Seconds best_step_time_s,

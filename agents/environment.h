@@ -44,8 +44,19 @@ class Environment {
   explicit Environment(const Problem& problem);
 
   [[nodiscard]] const Problem& problem() const { return problem_; }
-  /// Simulates a decision (validated), counts a sample and tracks the best valid one.
+  /// Simulates a decision (validated), counts a sample and tracks the best valid one:
+  /// simulate() then record().
   Evaluation evaluate(const core::Decision& decision);
+  /// Simulates a decision without counting it: a member of a data-parallel learner
+  /// simulating its share of an update's samples, which every member then record()s.
+  Evaluation simulate(const core::Decision& decision);
+  /// Counts `evaluation` of `decision` as evaluate() does: a sample, and the best valid
+  /// decision when it beats every earlier one (only then is `decision` read).
+  void record(const Evaluation& evaluation, const core::Decision& decision);
+  /// Whether record(evaluation, ...) would make it the best decision.
+  [[nodiscard]] bool improves(const Evaluation& evaluation) const {
+    return !evaluation.oom && evaluation.step_time_s < best_step_time_s_;
+  }
   /// The full result of the last evaluate() call.
   [[nodiscard]] const simulator::SimulationResult& last_result() const { return *last_; }
 

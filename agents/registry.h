@@ -187,6 +187,9 @@ struct AgentInfo {
   ClusterCheck check_cluster;
   /// What its jobs produce and consume (AgentRegistry::declare_artifacts); none by default.
   AgentArtifacts artifacts;
+  /// Its training can be shared by several ranks (Agent::set_learner_group): under `gopt
+  /// run --data-parallel` every rank runs its jobs together.
+  bool data_parallel = false;
 };
 
 class AgentRegistry {

@@ -112,7 +112,15 @@ void remove_snapshot(const agents::TrainSnapshots& s) {
   if (s.path.empty()) return;
   std::error_code ec;
   std::filesystem::remove(s.path, ec);
-  std::filesystem::remove(s.path + ".tmp", ec);
+  // And what a writer killed mid-write left behind (`<file>.tmp-<pid>`, go_checkpoint.cpp).
+  const std::filesystem::path path(s.path);
+  const std::string prefix = path.filename().string() + ".tmp-";
+  const auto dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (entry.path().filename().string().rfind(prefix, 0) == 0) {
+      std::filesystem::remove(entry.path(), ec);
+    }
+  }
 }
 
 RunResult run_single(const JobContext& context, const PlannedJob& job,

@@ -1,12 +1,15 @@
 #include "agents/go/go_checkpoint.h"
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <sstream>
 #include <system_error>
 #include <utility>
 
 #include "core/errors.h"
+
+#include <unistd.h>
 
 namespace gopt::agents::go {
 namespace {
@@ -93,11 +96,15 @@ void write_policy_and_optimizer(torch::serialize::OutputArchive& archive,
 
 // Writes `archive` to `path` through a temporary file and a rename, so that a reader (or a
 // later run, after a crash mid-write) never sees half a file; `what` names it in errors.
+// The temporary file is the writer's own (`<path>.tmp-<pid>-<count>`): the members of a
+// data-parallel learner on one machine write the same file at the same update.
 void save_atomically(torch::serialize::OutputArchive& archive, const std::string& path,
                      const std::string& what) {
   const std::filesystem::path target(path);
   if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path());
-  const std::string temporary = path + ".tmp";
+  static std::atomic<std::uint64_t> writes{0};
+  const std::string temporary =
+      path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(writes++);
   try {
     archive.save_to(temporary);
   } catch (const c10::Error& e) {

@@ -24,7 +24,7 @@ std::vector<std::int32_t> by_node(const torch::Tensor& by_position, const GraphT
 
 }  // namespace
 
-torch::Tensor& TaskActions::of(GoTask task) {
+const torch::Tensor& TaskActions::of(GoTask task) const {
   switch (task) {
     case GoTask::kPlacement:
       return placement;
@@ -34,6 +34,10 @@ torch::Tensor& TaskActions::of(GoTask task) {
       return fusion;
   }
   return placement;
+}
+
+torch::Tensor& TaskActions::of(GoTask task) {
+  return const_cast<torch::Tensor&>(std::as_const(*this).of(task));
 }
 
 core::Decision placement_decision(const torch::Tensor& devices_by_position,

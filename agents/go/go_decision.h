@@ -30,6 +30,7 @@ struct TaskActions {
   torch::Tensor fusion;
 
   [[nodiscard]] torch::Tensor& of(GoTask task);
+  [[nodiscard]] const torch::Tensor& of(GoTask task) const;
 };
 
 /// Turns per-position device choices into a Decision (colocation applied).

@@ -163,6 +163,7 @@ void GoLearner::check_devices(const Problem& problem) const {
 
 TrainingLoop GoLearner::loop() {
   TrainingLoop loop(trained_, rng_, options_.ppo);
+  loop.share(group_);
   if (options_.unit_phase > 0) loop.add(std::make_unique<CoarseToFine>(options_.unit_phase));
   if (!snapshots_.path.empty()) loop.add(std::make_unique<Snapshots>(snapshots_));
   return loop;

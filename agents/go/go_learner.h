@@ -57,6 +57,8 @@ class GoLearner {
   void train(TrainingLoop& loop, std::vector<PpoTask>& tasks, const TrainBudget& budget,
              TrainingObserver* observer);
   void set_snapshots(TrainSnapshots snapshots) { snapshots_ = std::move(snapshots); }
+  /// The members training runs share their updates with (null: alone).
+  void set_group(LearnerGroup* group) { group_ = group; }
 
  private:
   void set_priors(GraphTensors& tensors, const DecisionBase& base,
@@ -65,6 +67,7 @@ class GoLearner {
 
   GoOptions options_;
   TrainSnapshots snapshots_;
+  LearnerGroup* group_ = nullptr;
   TrainedPolicy trained_;
   core::Rng rng_{0};
   // The best decision per graph trained on (and the cluster size it was found for).
@@ -81,6 +84,7 @@ class GoAgentBase : public Interface {
   // repairs) on the environment, so that the samples it took are counted.
   [[nodiscard]] bool is_learner() const override { return true; }
   void set_snapshots(TrainSnapshots snapshots) override { go_.set_snapshots(std::move(snapshots)); }
+  void set_learner_group(LearnerGroup* group) override { go_.set_group(group); }
   [[nodiscard]] core::Decision propose(const Problem& problem) override {
     if (!go_.has_policy()) prepare(problem);
     return go_.propose(problem);

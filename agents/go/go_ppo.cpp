@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <utility>
 #include <vector>
@@ -40,24 +41,81 @@ torch::Tensor clipped_surrogate(const torch::Tensor& ratio, const torch::Tensor&
   return torch::min(ratio * advantage, torch::clamp(ratio, 1.0 - clip, 1.0 + clip) * advantage);
 }
 
-// Simulates the batch's samples of `task` and sets their rewards and advantages. The reward
-// of a valid decision is -sqrt(step time / the graph's reference), an out-of-memory one
+// Simulates `count` decisions (`decision(i)` builds the i-th) and counts them on `env` in
+// order, as one learner alone does. With a learner group, member r simulates the decisions
+// i with i % size == r and the members exchange their evaluations (each value sent by one
+// member, zeros by the others: the sums are exact), so that every member counts the same
+// evaluations in the same order and ends with the same best decision.
+std::vector<Evaluation> evaluate_in_order(
+    Environment& env, std::int64_t count,
+    const std::function<core::Decision(std::int64_t)>& decision, LearnerGroup* group) {
+  std::vector<Evaluation> out(static_cast<std::size_t>(count));
+  if (group == nullptr || group->size() == 1) {
+    for (std::int64_t i = 0; i < count; ++i)
+      out[static_cast<std::size_t>(i)] = env.evaluate(decision(i));
+    return out;
+  }
+  const int rank = group->rank();
+  const int size = group->size();
+  std::vector<double> exchanged(static_cast<std::size_t>(3 * count), 0.0);
+  std::vector<core::Decision> mine(static_cast<std::size_t>(count));
+  for (std::int64_t i = rank; i < count; i += size) {
+    const auto at = static_cast<std::size_t>(i);
+    mine[at] = decision(i);
+    const Evaluation e = env.simulate(mine[at]);
+    exchanged[3 * at] = e.step_time_s;
+    exchanged[3 * at + 1] = e.oom ? 1.0 : 0.0;
+    exchanged[3 * at + 2] = static_cast<double>(e.oom_device);
+  }
+  group->all_reduce_sum(exchanged);
+  for (std::int64_t i = 0; i < count; ++i) {
+    const auto at = static_cast<std::size_t>(i);
+    const Evaluation e{exchanged[3 * at], exchanged[3 * at + 1] != 0.0,
+                       static_cast<DeviceId>(exchanged[3 * at + 2])};
+    if (!env.improves(e)) {
+      env.record(e, core::Decision{});
+    } else {
+      env.record(e, i % size == rank ? mine[at] : decision(i));
+    }
+    out[at] = e;
+  }
+  return out;
+}
+
+// The decision of one column of `actions` ([decisions, k]).
+core::Decision sample_decision(const PpoTask& task, const GoPolicyOptions& policy,
+                               const TaskActions& actions, std::int64_t s) {
+  const auto& g = task.tensors;
+  TaskActions sample;
+  for (auto t : enabled_tasks(policy)) {
+    sample.of(t) = actions.of(t).select(1, s);
+    if (per_unit(policy, t)) sample.of(t) = sample.of(t).index_select(0, g.unit);
+  }
+  return task_decision(sample, g, task.env->problem().graph, task.base);
+}
+
+// Simulates the batch's greedy decision (for the best so far, not trained on) and its
+// samples, in that order, and sets the samples' rewards and advantages. The reward of a
+// valid decision is -sqrt(step time / the graph's reference), an out-of-memory one
 // options.oom_reward.
 void score(PpoTask& task, PpoBatch& batch, const GoPolicyOptions& policy, const PpoOptions& options,
-           PpoStepStats& stats) {
-  Environment& env = *task.env;
+           LearnerGroup* group, PpoStepStats& stats) {
   const auto& g = task.tensors;
   const auto k = options.samples_per_step;
+  const std::int64_t first = options.evaluate_greedy ? 1 : 0;
+  const auto evaluations = evaluate_in_order(
+      *task.env, first + k,
+      [&](std::int64_t i) {
+        return i < first ? task_decision(batch.greedy, g, task.env->problem().graph, task.base)
+                         : sample_decision(task, policy, batch.actions, i - first);
+      },
+      group);
+  stats.samples += first;
   std::vector<float> rewards(static_cast<std::size_t>(k));
   double time_sum = 0;
   std::int64_t valid = 0;
   for (std::int64_t s = 0; s < k; ++s) {
-    TaskActions sample;
-    for (auto t : enabled_tasks(policy)) {
-      sample.of(t) = batch.actions.of(t).select(1, s);
-      if (per_unit(policy, t)) sample.of(t) = sample.of(t).index_select(0, g.unit);
-    }
-    auto e = env.evaluate(task_decision(sample, g, env.problem().graph, task.base));
+    const Evaluation& e = evaluations[static_cast<std::size_t>(first + s)];
     ++stats.samples;
     if (e.oom) {
       ++stats.oom;
@@ -230,8 +288,8 @@ PpoStepStats PpoTrainer::step(PpoTask& task) {
 
 PpoBatch PpoTrainer::sample_batch(PpoTask& task, PpoStepStats& stats) {
   PpoBatch batch;
-  draw(task, batch, stats);
-  score(task, batch, policy_->options, options_, stats);
+  draw(task, batch);
+  score(task, batch, policy_->options, options_, group_, stats);
   const Environment& env = *task.env;
   if (options_.imitation_coef > 0 && std::isfinite(env.best_step_time_s())) {
     batch.imitation = imitation_targets(env, task.tensors, policy_->options);
@@ -240,8 +298,8 @@ PpoBatch PpoTrainer::sample_batch(PpoTask& task, PpoStepStats& stats) {
 }
 
 // Samples k decisions from the current policy: per task, per node (or unit), all nodes at
-// once; simulates the greedy decision (for the best so far, not trained on).
-void PpoTrainer::draw(PpoTask& task, PpoBatch& batch, PpoStepStats& stats) {
+// once; and the greedy decision, when it is evaluated.
+void PpoTrainer::draw(PpoTask& task, PpoBatch& batch) {
   Environment& env = *task.env;
   const auto& g = task.tensors;
   const auto k = options_.samples_per_step;
@@ -265,10 +323,7 @@ void PpoTrainer::draw(PpoTask& task, PpoBatch& batch, PpoStepStats& stats) {
     greedy.of(t) = logits.argmax(1);
   }
   batch.old_value = batch.first_pass.value.detach();
-  if (options_.evaluate_greedy) {
-    (void)env.evaluate(task_decision(greedy, g, env.problem().graph, task.base));
-    ++stats.samples;
-  }
+  if (options_.evaluate_greedy) batch.greedy = std::move(greedy);
   if (batch.unit_samples > 0) draw_units(g, batch);
 }
 

@@ -39,6 +39,7 @@
 #include "agents/go/go_decision.h"
 #include "agents/go/go_features.h"
 #include "agents/go/go_model.h"
+#include "agents/learner_group.h"
 
 namespace gopt::agents::go {
 
@@ -108,6 +109,9 @@ struct PpoBatch {
   std::int64_t unit_samples = 0;
   torch::Tensor unit_actions;
   torch::Tensor unit_old_log_probs;
+  /// The greedy decision's actions per decided task ([decisions]), simulated before the
+  /// samples for the best so far and not trained on (PpoOptions::evaluate_greedy).
+  TaskActions greedy;
   torch::Tensor old_value;  ///< [] the value head's prediction when sampled
   torch::Tensor reward;     ///< [k]
   torch::Tensor advantage;  ///< [1, k] reward - old_value, normalised over the samples
@@ -136,6 +140,10 @@ class PpoTrainer {
   /// Samples `samples_per_step` decisions of `task` from the policy (and simulates the
   /// greedy one), simulates them and scores them: the batch of one update.
   [[nodiscard]] PpoBatch sample_batch(PpoTask& task, PpoStepStats& stats);
+  /// Shares the updates' simulations with the other members of `group` (null: alone):
+  /// each member simulates its share of every batch and all of them score the whole batch
+  /// alike, so every member takes the same update, the one a trainer alone takes.
+  void share(LearnerGroup* group) { group_ = group; }
   /// The sampling generator (its state goes into training snapshots).
   [[nodiscard]] at::Generator& generator() { return gen_; }
   /// Simulations one update costs.
@@ -146,13 +154,14 @@ class PpoTrainer {
  private:
   torch::Tensor sample_actions(const torch::Tensor& log_probs, const GraphTensors& g,
                                std::int64_t k);
-  void draw(PpoTask& task, PpoBatch& batch, PpoStepStats& stats);
+  void draw(PpoTask& task, PpoBatch& batch);
   void draw_units(const GraphTensors& g, PpoBatch& batch);
 
   GoPolicy policy_;
   torch::optim::Adam* optimizer_;
   PpoOptions options_;
   at::Generator gen_;
+  LearnerGroup* group_ = nullptr;
 };
 
 }  // namespace gopt::agents::go

@@ -301,8 +301,10 @@ GoOptions go_agent_defaults(const std::string& agent) {
 
 void register_go(AgentRegistry& registry) {
   for (auto& a : go_agents()) {
-    registry.add(describe_agent(a.name, a.description, a.learner, a.fields, a.defaults,
-                                [](const GoOptions& g) { return make_go_agent(g); }));
+    AgentInfo info = describe_agent(a.name, a.description, a.learner, a.fields, a.defaults,
+                                    [](const GoOptions& g) { return make_go_agent(g); });
+    info.data_parallel = a.learner;  // every GO agent that trains shares its updates
+    registry.add(std::move(info));
   }
 
   // Transfer learning as the runner plans it (experiments/plan.h): pretraining writes a

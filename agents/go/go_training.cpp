@@ -20,7 +20,34 @@ std::int64_t samples_of(const std::vector<PpoTask>& tasks) {
   return total;
 }
 
+// A shared run: every member must go on from the same update (all restored the same
+// snapshot, or none did).
+void check_same_start(const TrainingRun& run) {
+  LearnerGroup* group = run.group;
+  if (group == nullptr || group->size() == 1) return;
+  std::vector<double> first(static_cast<std::size_t>(group->size()), 0.0);
+  first[static_cast<std::size_t>(group->rank())] = static_cast<double>(run.first_step);
+  group->all_reduce_sum(first);
+  for (std::size_t r = 1; r < first.size(); ++r) {
+    if (first[r] == first[0]) continue;
+    std::ostringstream why;
+    why << "data-parallel training: rank " << r << " of the learner group goes on from update "
+        << first[r] << " and rank 0 from update " << first[0]
+        << " (they restored different training snapshots; every member must read the same "
+           "snapshot file, on one machine or a shared filesystem; delete the snapshots to start "
+           "over)";
+    throw core::Error(why.str());
+  }
+}
+
 }  // namespace
+
+bool TrainingRun::rank0(bool flag) const {
+  if (group == nullptr || group->size() == 1) return flag;
+  std::vector<double> value{group->rank() == 0 && flag ? 1.0 : 0.0};
+  group->all_reduce_sum(value);
+  return value[0] != 0.0;
+}
 
 TrainingLoop::TrainingLoop(TrainedPolicy& trained, core::Rng& rng, PpoOptions ppo)
     : trained_(trained), rng_(rng), ppo_(ppo) {}
@@ -52,11 +79,13 @@ void TrainingLoop::run(std::vector<PpoTask>& tasks, const TrainBudget& budget,
                        TrainingObserver* observer) {
   const SubnormalsFlushed flushed;  // a trained policy's subnormals cost 6x (torch_utils.h)
   PpoTrainer trainer(trained_.policy, *trained_.optimizer, ppo_, make_generator(rng_));
+  trainer.share(group_);
   const auto start = Clock::now();
   TrainingRun run{trained_, rng_, trainer, tasks, std::min(budget.max_steps, max_updates_),
-                  0,        0.0,  {},      {}};
+                  0,        0.0,  {},      {},    group_};
   for (const auto& c : callbacks_) run.callbacks.push_back(c.get());
   for (auto* c : run.callbacks) c->on_begin(run);
+  check_same_start(run);
   if (observer) {
     for (const auto& p : run.curve) observer->on_training_step(p);
   }
@@ -65,7 +94,7 @@ void TrainingLoop::run(std::vector<PpoTask>& tasks, const TrainBudget& budget,
   };
   for (std::int64_t step = run.first_step; step < run.limit; ++step) {
     if (samples_of(tasks) + trainer.samples_per_update() > budget.max_samples ||
-        wall() >= budget.max_seconds) {
+        run.rank0(wall() >= budget.max_seconds)) {
       break;
     }
     PpoTask& task = task_of(tasks, step);
@@ -157,7 +186,7 @@ void Snapshots::on_begin(TrainingRun& run) {
 }
 
 void Snapshots::on_point(TrainingRun& run) {
-  if (std::chrono::duration<double>(Clock::now() - last_).count() >= where_.interval_s) {
+  if (run.rank0(std::chrono::duration<double>(Clock::now() - last_).count() >= where_.interval_s)) {
     write(run);
     last_ = Clock::now();
   }

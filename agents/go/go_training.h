@@ -39,6 +39,12 @@ struct TrainingRun {
   double earlier_s = 0;         ///< wall seconds the run took before (a restored snapshot)
   std::vector<LearningCurvePoint> curve;     ///< one point per update, restored ones included
   std::vector<TrainingCallback*> callbacks;  ///< every callback attached, in order
+  /// The members the run shares its updates with (null: alone). Every member runs the same
+  /// loop with the same callbacks; a decision that depends on the clock (a snapshot due, the time
+  /// budget spent) is rank 0's, so that all of them take it at the same update.
+  LearnerGroup* group = nullptr;
+  /// Rank 0's `flag`, on every member (the flag itself when alone). A collective.
+  [[nodiscard]] bool rank0(bool flag) const;
 };
 
 /// Something that attaches to the training loop. Every hook does nothing by default.
@@ -75,6 +81,13 @@ class TrainingLoop {
   TrainingLoop& batches(std::int64_t graphs_per_batch, std::int64_t switch_steps);
   /// At most this many updates (besides the budget's).
   TrainingLoop& max_updates(std::int64_t updates);
+  /// Shares every update with the other members of `group` (data parallelism; null:
+  /// alone): each member simulates its share of the samples (PpoTrainer::share) and every
+  /// member ends the run in the state one loop alone reaches.
+  TrainingLoop& share(LearnerGroup* group) {
+    group_ = group;
+    return *this;
+  }
   /// Attaches `callback`; callbacks run in the order attached.
   template <class Callback>
   Callback& add(std::unique_ptr<Callback> callback) {
@@ -95,6 +108,7 @@ class TrainingLoop {
   std::int64_t graphs_per_batch_ = 0;
   std::int64_t switch_steps_ = 1;
   std::int64_t max_updates_ = std::numeric_limits<std::int64_t>::max();
+  LearnerGroup* group_ = nullptr;
   std::vector<std::unique_ptr<TrainingCallback>> callbacks_;
 };
 
@@ -160,7 +174,8 @@ class ModelSelection final : public TrainingCallback {
 
 /// Training snapshots (TrainSnapshots): restores the run a snapshot at `where.path` of the
 /// same identity, policy and graphs holds, replaying its curve; writes one every
-/// `where.interval_s` seconds and when the observer stops training.
+/// `where.interval_s` seconds (by rank 0's clock in a shared run: every member writes its
+/// own at the same update) and when the observer stops training.
 class Snapshots final : public TrainingCallback {
  public:
   explicit Snapshots(TrainSnapshots where) : where_(std::move(where)) {}
