@@ -15,6 +15,7 @@
 #include <limits>
 #include <mutex>
 #include <sstream>
+#include <type_traits>
 
 #include "core/errors.h"
 #include "core/strings.h"
@@ -263,5 +264,33 @@ bool Distributed::same_on_every_rank(std::uint64_t fingerprint) {
   return r[0].item<std::int64_t>() == -r[1].item<std::int64_t>() &&
          r[2].item<std::int64_t>() == -r[3].item<std::int64_t>();
 }
+
+template <typename T>
+void Distributed::all_reduce(T* values, std::size_t count) {
+  if (count == 0) return;
+  // The caller's buffer, borrowed: Gloo sums into it.
+  const auto type = std::is_same_v<T, double> ? torch::kFloat64 : torch::kFloat32;
+  std::vector<torch::Tensor> tensors{
+      torch::from_blob(values, {static_cast<std::int64_t>(count)}, torch::TensorOptions(type))};
+  try {
+    auto work = impl_->gloo->allreduce(tensors, c10d::AllreduceOptions());
+    work->wait(to_ms(impl_->timeout_s));
+  } catch (const std::exception& e) {
+    throw core::Error(
+        "rank " + std::to_string(rank()) +
+        ": a data-parallel update's exchange over the process group failed: " + message_of(e));
+  }
+}
+
+void Distributed::all_reduce_sum(double* values, std::size_t count) { all_reduce(values, count); }
+
+void LaunchLearners::timed(const std::function<void()>& exchange) {
+  const auto start = std::chrono::steady_clock::now();
+  exchange();
+  exchange_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ++exchanges_;
+}
+
+void Distributed::all_reduce_sum(float* values, std::size_t count) { all_reduce(values, count); }
 
 }  // namespace gopt::experiments

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "agents/learner_group.h"
+
 namespace gopt::experiments {
 
 /// What the launcher says about this process. Variables as torchrun sets them.
@@ -93,13 +95,45 @@ class Distributed {
   /// passed the same `fingerprint` (an all-reduce of its minimum and maximum). Throws
   /// core::Error when a rank does not take part within the timeout.
   [[nodiscard]] bool same_on_every_rank(std::uint64_t fingerprint);
+  /// A collective: element-wise sums over the process group, in place (every rank passes
+  /// `count` values). Throws core::Error when a rank does not take part within the timeout.
+  void all_reduce_sum(double* values, std::size_t count);
+  void all_reduce_sum(float* values, std::size_t count);
 
  private:
   template <typename Call>
   auto store_call(Call call);
 
+  template <typename T>
+  void all_reduce(T* values, std::size_t count);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
+};
+
+/// Data-parallel learners over every rank of a launch (`gopt run --data-parallel`): the
+/// agents' LearnerGroup on the launch's process group. Counts the exchanges and the wall
+/// seconds spent in them (waiting for the slowest rank included). Used by one thread.
+class LaunchLearners final : public agents::LearnerGroup {
+ public:
+  explicit LaunchLearners(Distributed& peers) : peers_(peers) {}
+  [[nodiscard]] int rank() const override { return peers_.rank(); }
+  [[nodiscard]] int size() const override { return peers_.world_size(); }
+  void all_reduce_sum(std::vector<double>& values) override {
+    timed([&] { peers_.all_reduce_sum(values.data(), values.size()); });
+  }
+  void all_reduce_sum(std::vector<float>& values) override {
+    timed([&] { peers_.all_reduce_sum(values.data(), values.size()); });
+  }
+  [[nodiscard]] std::int64_t exchanges() const { return exchanges_; }
+  [[nodiscard]] double exchange_s() const { return exchange_s_; }
+
+ private:
+  void timed(const std::function<void()>& exchange);
+
+  Distributed& peers_;
+  std::int64_t exchanges_ = 0;
+  double exchange_s_ = 0;
 };
 
 }  // namespace gopt::experiments

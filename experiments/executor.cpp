@@ -45,6 +45,12 @@ class Executor {
   // Runs this process's jobs; throws core::Error when the sink fails.
   void run() {
     const std::int64_t rows_to_write = rows_this_process_writes();
+    const auto shared = std::count(assignment_.shared.begin(), assignment_.shared.end(), 1);
+    if (shared > 0 && !remote_) {
+      progress_.message("gopt: data parallel: " + std::to_string(shared) + " jobs run on all " +
+                        std::to_string(team_->size()) +
+                        " ranks together, each update's simulations split among them");
+    }
     if (team_ == nullptr) {
       run_alone();
     } else {
@@ -70,6 +76,9 @@ class Executor {
  private:
   int worker_count() const {
     const int mine = static_cast<int>(assignment_.mine.size());
+    // Shared jobs take every rank's one worker in the same order.
+    GOPT_ASSERT(options_.learners == nullptr || options_.jobs == 1,
+                "data parallelism runs one job at a time per rank");
     return team_ == nullptr ? std::max(1, std::min(options_.jobs, mine))
                             : std::min(options_.jobs, mine);
   }
@@ -78,10 +87,12 @@ class Executor {
   // writes the others' rows too), its own jobs' rows on another rank.
   std::int64_t rows_this_process_writes() const {
     std::int64_t rows = 0;
+    std::vector<char> counted(plan_.jobs.size(), remote_ ? 0 : 1);
+    for (std::size_t k = 0; k < assignment_.mine.size(); ++k) {
+      if (assignment_.shared[k] == 0) counted[assignment_.mine[k]] = 1;
+    }
     for (std::size_t i = 0; i < plan_.jobs.size(); ++i) {
-      const bool counted = !remote_ || std::find(assignment_.mine.begin(), assignment_.mine.end(),
-                                                 i) != assignment_.mine.end();
-      if (counted) rows += static_cast<std::int64_t>(plan_.jobs[i].rows.size());
+      if (counted[i] != 0) rows += static_cast<std::int64_t>(plan_.jobs[i].rows.size());
     }
     return rows;
   }
@@ -118,6 +129,10 @@ class Executor {
   bool run_job(int worker, std::size_t k) {
     const std::size_t i = assignment_.mine[k];
     const PlannedJob& job = plan_.jobs[i];
+    // Shared by every rank (data parallelism): rank 0 reports and writes it, the others
+    // take part silently; rank 0's stop stops them (agents/go/go_training.h).
+    const bool shared = assignment_.shared[k] != 0;
+    if (shared && remote_) return run_shared_job(k);
     std::vector<agents::LearningCurvePoint> curve;
     std::optional<LiveCurve> live;
     if (job.training_set || job.learner) live.emplace(live_shared_, running_job(job));
@@ -133,11 +148,13 @@ class Executor {
     const auto snapshots = job_snapshots(options_, plan_, job);
     std::vector<RunResult> results;
     std::int64_t checkpoint_steps = 0;
+    agents::LearnerGroup* learners = shared ? options_.learners : nullptr;
     try {
       if (job.training_set) {
-        results = run_training_set(context_, job, snapshots, recorder, curve, checkpoint_steps);
+        results =
+            run_training_set(context_, job, snapshots, recorder, curve, checkpoint_steps, learners);
       } else {
-        results.push_back(run_single(context_, job, recorder, snapshots));
+        results.push_back(run_single(context_, job, recorder, snapshots, learners));
         results.back().learning_curve = curve;
       }
     } catch (const Interrupted&) {
@@ -160,6 +177,32 @@ class Executor {
               ", the best on the validation graphs");
     }
     if (!write(worker, std::move(results))) return false;
+    remove_snapshot(snapshots);
+    return true;
+  }
+
+  // A rank other than 0 takes its part in shared job `k`: no progress, no rows (rank 0
+  // writes them, and reports a failure).
+  bool run_shared_job(std::size_t k) {
+    const std::size_t i = assignment_.mine[k];
+    const PlannedJob& job = plan_.jobs[i];
+    std::vector<agents::LearningCurvePoint> curve;
+    CurveRecorder recorder(curve, progress_, 0, nullptr, nullptr);
+    const auto snapshots = job_snapshots(options_, plan_, job);
+    std::int64_t checkpoint_steps = 0;
+    try {
+      if (job.training_set) {
+        (void)run_training_set(context_, job, snapshots, recorder, curve, checkpoint_steps,
+                               options_.learners);
+      } else {
+        (void)run_single(context_, job, recorder, snapshots, options_.learners);
+      }
+    } catch (const std::exception&) {
+      mark_failed(i);
+      queue_.ended(k);
+      return !(stop_ && stop_->load());
+    }
+    queue_.ended(k);
     remove_snapshot(snapshots);
     return true;
   }
@@ -347,7 +390,14 @@ class Executor {
 
 void execute_plan(const JobContext& context, ResultSink& sink, const RunnerOptions& options,
                   RunSummary& summary, std::vector<Progress::Item> items) {
-  Assignment assignment = assign_jobs(context.plan, items, options.team);
+  std::vector<char> shared(context.plan.jobs.size(), 0);
+  if (options.learners != nullptr) {
+    for (std::size_t i = 0; i < shared.size(); ++i) {
+      const PlannedJob& job = context.plan.jobs[i];
+      shared[i] = job.learner && context.registry.info(job.agent->type).data_parallel ? 1 : 0;
+    }
+  }
+  Assignment assignment = assign_jobs(context.plan, items, options.team, std::move(shared));
   Executor(context, sink, options, summary, std::move(items), std::move(assignment)).run();
 }
 

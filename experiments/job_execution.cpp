@@ -124,7 +124,8 @@ void remove_snapshot(const agents::TrainSnapshots& s) {
 }
 
 RunResult run_single(const JobContext& context, const PlannedJob& job,
-                     agents::TrainingObserver& observer, const agents::TrainSnapshots& snapshots) {
+                     agents::TrainingObserver& observer, const agents::TrainSnapshots& snapshots,
+                     agents::LearnerGroup* learners) {
   const auto start = Clock::now();
   const PlannedRow& row = job.rows.front();
   auto agent = context.registry.create(job.agent->type, job.options, context.config.source);
@@ -133,6 +134,7 @@ RunResult run_single(const JobContext& context, const PlannedJob& job,
   agents::Environment env(problem);
   if (agent->is_learner()) {
     agent->set_snapshots(snapshots);
+    agent->set_learner_group(learners);
     agent->train(env, job.agent->budget, &observer);
   }
   return result_of(context, job, row, *agent, env, start);
@@ -142,7 +144,8 @@ std::vector<RunResult> run_training_set(const JobContext& context, const Planned
                                         const agents::TrainSnapshots& snapshots,
                                         agents::TrainingObserver& observer,
                                         const std::vector<agents::LearningCurvePoint>& curve,
-                                        std::int64_t& checkpoint_steps) {
+                                        std::int64_t& checkpoint_steps,
+                                        agents::LearnerGroup* learners) {
   const Plan& plan = context.plan;
   const auto start = Clock::now();
   auto agent =
@@ -161,6 +164,7 @@ std::vector<RunResult> run_training_set(const JobContext& context, const Planned
   };
   const auto pointers = environments_of(plan.training);
   agent->set_snapshots(snapshots);
+  agent->set_learner_group(learners);
   agent->set_validation(environments_of(plan.validation));
   agent->train_on_set(pointers, job.agent->budget, &observer);
   checkpoint_steps = agent->checkpoint_steps();

@@ -43,9 +43,11 @@ void remove_snapshot(const agents::TrainSnapshots& snapshots);
 
 /// Runs a job on one workload (training it first if its agent learns, reporting each update
 /// to `observer`); its one row, without its learning curve.
+/// `learners`: the group a data-parallel job shares its training with (null: alone).
 [[nodiscard]] RunResult run_single(const JobContext& context, const PlannedJob& job,
                                    agents::TrainingObserver& observer,
-                                   const agents::TrainSnapshots& snapshots);
+                                   const agents::TrainSnapshots& snapshots,
+                                   agents::LearnerGroup* learners = nullptr);
 
 /// Trains a training-set job (continuing from its snapshot if there is one), which writes
 /// its artifacts, and returns its rows, each with `curve` (what `observer` recorded).
@@ -53,7 +55,7 @@ void remove_snapshot(const agents::TrainSnapshots& snapshots);
 [[nodiscard]] std::vector<RunResult> run_training_set(
     const JobContext& context, const PlannedJob& job, const agents::TrainSnapshots& snapshots,
     agents::TrainingObserver& observer, const std::vector<agents::LearningCurvePoint>& curve,
-    std::int64_t& checkpoint_steps);
+    std::int64_t& checkpoint_steps, agents::LearnerGroup* learners = nullptr);
 
 /// A finished row's progress line: "wavenet_2 / hdp / seed 1: step time 12.3 ms (simulated),
 /// 4.5 s wall".

@@ -1,8 +1,8 @@
 // `gopt run CONFIG [--out FILE] [--set path.to.key=value ...] [--resume] [--overwrite]
-//           [--dry-run] [--jobs N] [--peer-timeout S]`: runs an experiment config (docs/config.md)
-//           and
-// writes its results to HDF5 (docs/results-format.md). Started by torchrun (RANK,
-// WORLD_SIZE, ... set), the ranks share the jobs and rank 0 writes (docs/scaling-out.md).
+//           [--dry-run] [--jobs N | --data-parallel] [--peer-timeout S]`: runs an experiment
+// config (docs/config.md) and writes its results to HDF5 (docs/results-format.md). Started
+// by torchrun (RANK, WORLD_SIZE, ... set), the ranks share the jobs and rank 0 writes
+// (docs/scaling-out.md).
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -19,6 +19,7 @@
 #include "agents/cpu_numerics.h"
 #include "core/errors.h"
 #include "core/strings.h"
+#include "core/units.h"
 #include "experiments/cli.h"
 #include "experiments/config.h"
 #include "experiments/distributed.h"
@@ -76,6 +77,7 @@ struct RunArgs {
   bool overwrite = false;
   bool dry_run = false;
   int jobs = 1;
+  bool data_parallel = false;
   double heartbeat_s = 30;
   double snapshot_s = 60;
   double curve_flush_s = 30;
@@ -104,9 +106,11 @@ void remove_snapshots(const std::string& dir) {
 }
 
 int run_remote_rank(const RunArgs& args, const ExperimentConfig& config,
-                    const std::string& cpu_numerics, StoreRunTeam& team, CliContext& ctx);
+                    const std::string& cpu_numerics, StoreRunTeam& team,
+                    agents::LearnerGroup* learners, CliContext& ctx);
 int run_writer(const RunArgs& args, ExperimentConfig& config, const std::string& out,
-               const std::string& cpu_numerics, StoreRunTeam* team, CliContext& ctx);
+               const std::string& cpu_numerics, StoreRunTeam* team, LaunchLearners* learners,
+               CliContext& ctx);
 
 // `--dry-run`: the plan of the jobs a run would run (with --resume: those not yet in the
 // results file), and nothing else; no file is opened for writing.
@@ -168,10 +172,13 @@ int run_experiment_command(const RunArgs& args, CliContext& ctx) {
                              "(each rank must run the same gopt run command)");
     }
   }
+  // --data-parallel: learners that can share their updates do so over every rank.
+  std::unique_ptr<LaunchLearners> learners;
+  if (peers && args.data_parallel) learners = std::make_unique<LaunchLearners>(*peers);
   const bool remote = team && team->rank() != 0;
-  if (remote) return run_remote_rank(args, config, cpu_numerics, *team, ctx);
+  if (remote) return run_remote_rank(args, config, cpu_numerics, *team, learners.get(), ctx);
   try {
-    return run_writer(args, config, out, cpu_numerics, team.get(), ctx);
+    return run_writer(args, config, out, cpu_numerics, team.get(), learners.get(), ctx);
   } catch (const std::exception& e) {
     if (team) team->abort(e.what());
     throw;
@@ -181,7 +188,8 @@ int run_experiment_command(const RunArgs& args, CliContext& ctx) {
 // A rank other than 0: runs its share and sends every result to rank 0; quiet unless the
 // run fails (rank 0 reports the jobs and the failed ones).
 int run_remote_rank(const RunArgs& args, const ExperimentConfig& config,
-                    const std::string& cpu_numerics, StoreRunTeam& team, CliContext& ctx) {
+                    const std::string& cpu_numerics, StoreRunTeam& team,
+                    agents::LearnerGroup* learners, CliContext& ctx) {
   RunSummary summary;
   try {
     const RunStart start = team.share_start({});
@@ -196,6 +204,7 @@ int run_remote_rank(const RunArgs& args, const ExperimentConfig& config,
         .with_metadata(metadata)
         .on_team(team)
         .snapshots_in(out == "-" ? std::string() : snapshot_dir_for(out), args.snapshot_s);
+    if (learners) options.share_learners(*learners);
     // Checkpoints and snapshots are written beside the results file, on this machine too.
     std::error_code ec;
     if (out != "-") {
@@ -255,7 +264,8 @@ int report_run(const RunArgs& args, const ExperimentConfig& config, const std::s
 
 // Rank 0, or a run alone: opens the results file and writes every result.
 int run_writer(const RunArgs& args, ExperimentConfig& config, const std::string& out,
-               const std::string& cpu_numerics, StoreRunTeam* team, CliContext& ctx) {
+               const std::string& cpu_numerics, StoreRunTeam* team, LaunchLearners* learners,
+               CliContext& ctx) {
   const bool console_only = out == "-";
   OpenMode mode =
       args.resume ? OpenMode::kResume : (args.overwrite ? OpenMode::kOverwrite : OpenMode::kCreate);
@@ -304,6 +314,7 @@ int run_writer(const RunArgs& args, ExperimentConfig& config, const std::string&
       .snapshots_in(snapshots, args.snapshot_s)
       .flush_curves_every(console_only ? 0 : args.curve_flush_s);
   if (team) options.on_team(*team);
+  if (learners) options.share_learners(*learners);
 
   RunSummary summary;
   try {
@@ -323,6 +334,12 @@ int run_writer(const RunArgs& args, ExperimentConfig& config, const std::string&
     throw;
   }
   if (file) file->close();
+  if (learners != nullptr && learners->exchanges() > 0) {
+    ctx.err << "gopt: data parallel: rank 0 spent " << core::format_seconds(learners->exchange_s())
+            << " of " << core::format_seconds(summary.wall_s) << " in " << learners->exchanges()
+            << " exchanges with the other ranks (waiting for their share of the simulations "
+               "included)\n";
+  }
   if (!snapshots.empty()) std::filesystem::remove(snapshots, ec);  // only when empty
 
   return report_run(args, config, out, summary, ctx);
@@ -365,9 +382,15 @@ void add_run_command(CLI::App& app, CliContext& context) {
       ->check(positive_number())
       ->capture_default_str()
       ->needs(dry_run);
-  cmd->add_option("--jobs,-j", args->jobs, "Jobs to run in parallel threads")
-      ->check(positive_number())
-      ->capture_default_str();
+  auto* jobs = cmd->add_option("--jobs,-j", args->jobs, "Jobs to run in parallel threads")
+                   ->check(positive_number())
+                   ->capture_default_str();
+  cmd->add_flag("--data-parallel", args->data_parallel,
+                "Under torchrun (docs/scaling-out.md): the learners that can (GO's) run each "
+                "job on every rank together, splitting every update's simulations, before the "
+                "other jobs, which are dealt to ranks as without it; each rank runs one job at "
+                "a time. Default: every job runs whole on one rank")
+      ->excludes(jobs);
   cmd->add_option("--snapshot-every", args->snapshot_s,
                   "Seconds between training snapshots of a running job (in <results>.snapshots/, "
                   "removed when the job finishes): --resume continues an interrupted job from "

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "agents/learner_group.h"
 #include "experiments/config.h"
 #include "experiments/plan.h"
 #include "experiments/result_sink.h"
@@ -48,6 +49,11 @@ struct RunnerOptions {
   /// rank 0 writes every result to its sink and shows the progress of the whole run, the
   /// others send theirs to it (their sink and progress stream are not used).
   RunTeam* team = nullptr;
+  /// Data parallelism (`--data-parallel`, with a team): the jobs of learners whose registry
+  /// entry says `data_parallel` run on every rank together, in plan order before the
+  /// others, each update shared through this group (agents/learner_group.h); the other
+  /// jobs are dealt as without it. Null: every job runs whole on one rank.
+  agents::LearnerGroup* learners = nullptr;
 
   RunnerOptions& parallel_jobs(int n) {
     jobs = n;
@@ -80,6 +86,10 @@ struct RunnerOptions {
   }
   RunnerOptions& on_team(RunTeam& t) {
     team = &t;
+    return *this;
+  }
+  RunnerOptions& share_learners(agents::LearnerGroup& group) {
+    learners = &group;
     return *this;
   }
   RunnerOptions& snapshots_in(std::string dir, double interval_s = 60) {

@@ -22,13 +22,17 @@ namespace gopt::experiments::runner {
 struct Assignment {
   std::vector<std::size_t> mine;
   std::vector<std::ptrdiff_t> waits;
+  std::vector<char> shared;  ///< per position in `mine`: run by every rank together
 };
 
 /// This process's jobs: all of them without a team; with one, those plan_ranks deals this
 /// rank (rank 0's deal is shared with every rank), a job on the rank of the job it waits
 /// for. `items`: the progress items of the plan's jobs, whose costs the deal balances.
+/// `shared`: per plan job, whether every rank runs it together (data parallelism); those
+/// come first, in plan order, on every rank, and the rest are dealt. A shared job that
+/// waits for a job not shared is not shared.
 [[nodiscard]] Assignment assign_jobs(const Plan& plan, const std::vector<Progress::Item>& items,
-                                     RunTeam* team);
+                                     RunTeam* team, std::vector<char> shared = {});
 
 /// Runs this rank's share of a run shared by ranks: `workers` threads run `work(worker)`
 /// while this thread watches. On rank 0 it hands each event of the other ranks to

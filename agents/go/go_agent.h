@@ -60,7 +60,10 @@ struct GoOptions {
   }();
   std::int64_t graphs_per_batch = 0;  ///< pretraining: graphs trained together (0: all)
   std::int64_t switch_steps = 1000;   ///< pretraining: updates before the next batch (paper)
-  std::int64_t finetune_steps = 50;   ///< fine-tuning: at most this many updates (paper: <50)
+  /// Pretraining: graphs of the batch trained by each update, the gradient their mean
+  /// (TrainingLoop::graphs_per_update); what data-parallel members split among them.
+  std::int64_t graphs_per_update = 1;
+  std::int64_t finetune_steps = 50;  ///< fine-tuning: at most this many updates (paper: <50)
   /// Pretraining with validation graphs (TransferableAgent::set_validation): updates between
   /// two checks of the policy's zero-shot placements on them.
   std::int64_t validate_every = 100;

@@ -111,6 +111,7 @@ void score(PpoTask& task, PpoBatch& batch, const GoPolicyOptions& policy, const 
       },
       group);
   stats.samples += first;
+  batch.evaluations = evaluations;
   std::vector<float> rewards(static_cast<std::size_t>(k));
   double time_sum = 0;
   std::int64_t valid = 0;
@@ -225,25 +226,30 @@ EpochLoss epoch_loss(const GoPolicyOptions& policy, const GraphTensors& g, PpoBa
 
 }  // namespace
 
+void ppo_backward(GoPolicy& policy, const GraphTensors& g, PpoBatch& batch,
+                  const PpoOptions& options, std::int64_t epoch, PpoStepStats* stats) {
+  const GoPolicyOptions& o = policy->options;
+  PolicyOutput out = epoch == 0 ? std::move(batch.first_pass) : policy->forward(g, batch.devices);
+  const EpochLoss l = epoch_loss(o, g, batch, options, out);
+  auto loss = l.policy + options.value_coef * l.value - options.entropy_coef * l.entropy;
+  loss.backward();
+  if (stats != nullptr) {
+    stats->policy_loss = l.policy.item<double>();
+    stats->value_loss = l.value.item<double>();
+    const auto decisions = o.unit_decisions() ? torch::tensor(static_cast<float>(g.num_units))
+                                              : g.action_mask.sum().clamp_min(1.0);
+    stats->entropy = (l.entropy / decisions).item<double>();
+  }
+}
+
 void ppo_update(GoPolicy& policy, torch::optim::Adam& optimizer, const GraphTensors& g,
                 PpoBatch batch, const PpoOptions& options, PpoStepStats& stats) {
-  const GoPolicyOptions& o = policy->options;
   auto params = policy->parameters();
   for (std::int64_t epoch = 0; epoch < options.epochs; ++epoch) {
-    PolicyOutput out = epoch == 0 ? std::move(batch.first_pass) : policy->forward(g, batch.devices);
-    const EpochLoss l = epoch_loss(o, g, batch, options, out);
-    auto loss = l.policy + options.value_coef * l.value - options.entropy_coef * l.entropy;
     optimizer.zero_grad();
-    loss.backward();
+    ppo_backward(policy, g, batch, options, epoch, epoch == 0 ? &stats : nullptr);
     torch::nn::utils::clip_grad_norm_(params, options.grad_clip);
     optimizer.step();
-    if (epoch == 0) {
-      stats.policy_loss = l.policy.item<double>();
-      stats.value_loss = l.value.item<double>();
-      const auto decisions = o.unit_decisions() ? torch::tensor(static_cast<float>(g.num_units))
-                                                : g.action_mask.sum().clamp_min(1.0);
-      stats.entropy = (l.entropy / decisions).item<double>();
-    }
   }
 }
 

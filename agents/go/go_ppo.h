@@ -112,6 +112,8 @@ struct PpoBatch {
   /// The greedy decision's actions per decided task ([decisions]), simulated before the
   /// samples for the best so far and not trained on (PpoOptions::evaluate_greedy).
   TaskActions greedy;
+  /// The simulations of the greedy decision (when evaluated) and the samples, in that order.
+  std::vector<Evaluation> evaluations;
   torch::Tensor old_value;  ///< [] the value head's prediction when sampled
   torch::Tensor reward;     ///< [k]
   torch::Tensor advantage;  ///< [1, k] reward - old_value, normalised over the samples
@@ -130,6 +132,11 @@ struct PpoBatch {
 /// from the first epoch.
 void ppo_update(GoPolicy& policy, torch::optim::Adam& optimizer, const GraphTensors& g,
                 PpoBatch batch, const PpoOptions& options, PpoStepStats& stats);
+
+/// Epoch `epoch` of ppo_update's objective on `batch` (the first reuses the sampling pass),
+/// backpropagated: adds its gradient to the policy's. `stats` (may be null): its losses.
+void ppo_backward(GoPolicy& policy, const GraphTensors& g, PpoBatch& batch,
+                  const PpoOptions& options, std::int64_t epoch, PpoStepStats* stats);
 
 class PpoTrainer {
  public:

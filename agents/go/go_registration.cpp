@@ -138,6 +138,10 @@ Fields pretrain_fields() {
             "checkpoint file to write after pretraining (gopt run: next to the results file)")
       .integer("graphs_per_batch", &GoOptions::graphs_per_batch,
                "graphs trained together, round robin (0, or more than there are: all)", 0, 1e6)
+      .integer("graphs_per_update", &GoOptions::graphs_per_update,
+               "graphs of the batch each update trains on, its gradient their mean; data-parallel "
+               "ranks (gopt run --data-parallel) split them among them (1: one graph per update)",
+               1, 1e4)
       .integer("switch_steps", &GoOptions::switch_steps,
                "updates on one batch of graphs before the next (paper: 1000)", 1, 1e9)
       .integer("validate_every", &GoOptions::validate_every,

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <sstream>
 #include <utility>
 
 #include "agents/go/go_memory_repair.h"
+#include "agents/go/go_shared_update.h"
 #include "agents/torch_utils.h"
 #include "core/errors.h"
 
@@ -75,6 +77,28 @@ PpoTask& TrainingLoop::task_of(std::vector<PpoTask>& tasks, std::int64_t step) c
   return tasks[static_cast<std::size_t>(first + step % size)];
 }
 
+// Several graphs per update: `graphs_per_update` distinct graphs of the batch update `step`
+// trains on, consecutive from the position `step` x graphs_per_update reaches.
+std::vector<PpoTask*> TrainingLoop::slots_of(std::vector<PpoTask>& tasks, std::int64_t step) const {
+  const auto n = static_cast<std::int64_t>(tasks.size());
+  const std::int64_t per_batch = graphs_per_batch_ > 0 ? std::min(graphs_per_batch_, n) : n;
+  const std::int64_t batches = (n + per_batch - 1) / per_batch;
+  const std::int64_t batch = (step / std::max<std::int64_t>(1, switch_steps_)) % batches;
+  const std::int64_t first = batch * per_batch;
+  const std::int64_t size = std::min(per_batch, n - first);
+  const std::int64_t count = std::min(graphs_per_update_, size);
+  std::vector<PpoTask*> slots;
+  for (std::int64_t j = 0; j < count; ++j) {
+    slots.push_back(&tasks[static_cast<std::size_t>(first + (step * count + j) % size)]);
+  }
+  return slots;
+}
+
+PpoStepStats TrainingLoop::update(TrainingRun& run, std::int64_t step) {
+  if (graphs_per_update_ <= 1) return run.trainer.step(task_of(run.tasks, step));
+  return shared_update(trained_, rng_, ppo_, slots_of(run.tasks, step), group_);
+}
+
 void TrainingLoop::run(std::vector<PpoTask>& tasks, const TrainBudget& budget,
                        TrainingObserver* observer) {
   const SubnormalsFlushed flushed;  // a trained policy's subnormals cost 6x (torch_utils.h)
@@ -93,13 +117,15 @@ void TrainingLoop::run(std::vector<PpoTask>& tasks, const TrainBudget& budget,
     return run.earlier_s + std::chrono::duration<double>(Clock::now() - start).count();
   };
   for (std::int64_t step = run.first_step; step < run.limit; ++step) {
-    if (samples_of(tasks) + trainer.samples_per_update() > budget.max_samples ||
+    const auto graphs = graphs_per_update_ <= 1 ? std::size_t{1} : slots_of(tasks, step).size();
+    if (samples_of(tasks) + trainer.samples_per_update() * static_cast<std::int64_t>(graphs) >
+            budget.max_samples ||
         run.rank0(wall() >= budget.max_seconds)) {
       break;
     }
-    PpoTask& task = task_of(tasks, step);
+    PpoTask& task = graphs_per_update_ <= 1 ? task_of(tasks, step) : *slots_of(tasks, step).front();
     for (auto* c : run.callbacks) c->before_update(run, step);
-    const PpoStepStats stats = trainer.step(task);
+    const PpoStepStats stats = update(run, step);
     ++trained_.updates;
     for (auto* c : run.callbacks) c->after_update(run, step);
     LearningCurvePoint point;
@@ -111,11 +137,17 @@ void TrainingLoop::run(std::vector<PpoTask>& tasks, const TrainBudget& budget,
     run.curve.push_back(point);
     for (auto* c : run.callbacks) c->on_point(run);
     if (observer) {
+      std::exception_ptr stopped;
       try {
         observer->on_training_step(point);
-      } catch (...) {  // stopped: keep this update
-        for (auto* c : run.callbacks) c->on_stop(run);
-        throw;
+      } catch (...) {
+        stopped = std::current_exception();
+      }
+      // Shared, rank 0's observer decides for every member: the others go on until it stops.
+      if (run.rank0(stopped != nullptr)) {
+        for (auto* c : run.callbacks) c->on_stop(run);  // keep this update
+        if (stopped) std::rethrow_exception(stopped);
+        throw core::Error("training stopped by rank 0 of the data-parallel learner group");
       }
     }
   }

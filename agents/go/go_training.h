@@ -81,6 +81,13 @@ class TrainingLoop {
   TrainingLoop& batches(std::int64_t graphs_per_batch, std::int64_t switch_steps);
   /// At most this many updates (besides the budget's).
   TrainingLoop& max_updates(std::int64_t updates);
+  /// Each update trains this many graphs of the current batch at once (distinct ones, at
+  /// most the batch's size), its gradient their mean (go_shared_update.h); a learner group
+  /// splits them among its members. 1 (the default): one graph per update.
+  TrainingLoop& graphs_per_update(std::int64_t graphs) {
+    graphs_per_update_ = graphs;
+    return *this;
+  }
   /// Shares every update with the other members of `group` (data parallelism; null:
   /// alone): each member simulates its share of the samples (PpoTrainer::share) and every
   /// member ends the run in the state one loop alone reaches.
@@ -96,11 +103,15 @@ class TrainingLoop {
     return added;
   }
   /// Trains on `tasks` until the budget, or max_updates, is spent, reporting every update
-  /// to `observer` (may be null); an exception from the observer stops training.
+  /// to `observer` (may be null); an exception from the observer stops training. Shared,
+  /// rank 0's observer stops every member (the others throw core::Error) and theirs are
+  /// not heard.
   void run(std::vector<PpoTask>& tasks, const TrainBudget& budget, TrainingObserver* observer);
 
  private:
   PpoTask& task_of(std::vector<PpoTask>& tasks, std::int64_t step) const;
+  std::vector<PpoTask*> slots_of(std::vector<PpoTask>& tasks, std::int64_t step) const;
+  PpoStepStats update(TrainingRun& run, std::int64_t step);
 
   TrainedPolicy& trained_;
   core::Rng& rng_;
@@ -108,6 +119,7 @@ class TrainingLoop {
   std::int64_t graphs_per_batch_ = 0;
   std::int64_t switch_steps_ = 1;
   std::int64_t max_updates_ = std::numeric_limits<std::int64_t>::max();
+  std::int64_t graphs_per_update_ = 1;
   LearnerGroup* group_ = nullptr;
   std::vector<std::unique_ptr<TrainingCallback>> callbacks_;
 };

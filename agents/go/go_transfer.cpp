@@ -36,7 +36,7 @@ class GoPretrainAgent final : public GoAgentBase<TransferableAgent> {
     std::vector<PpoTask> tasks;
     for (auto* env : environments) tasks.push_back(go_.task_for(*env));
     TrainingLoop loop = go_.loop();
-    loop.batches(o.graphs_per_batch, o.switch_steps);
+    loop.batches(o.graphs_per_batch, o.switch_steps).graphs_per_update(o.graphs_per_update);
     ModelSelection* selection = nullptr;
     if (!validation_.empty()) {
       if (o.checkpoint.empty()) {

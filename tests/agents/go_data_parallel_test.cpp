@@ -160,7 +160,7 @@ TEST(GoDataParallelTest, GoOneSharedByTwoOrThreeMembersIsGoOneAlone) {
   expect_same(alone, run_members(3, graph, train));
 }
 
-// go_pretrain over two graphs with training snapshots: each member writes its own snapshot
+// go_pretrain over three graphs with training snapshots: each member writes its own snapshot
 // and checkpoint at the same updates (to the same files: each through its own temporary
 // file), and the checkpoint is the one pretraining alone writes.
 TEST(GoDataParallelTest, GoPretrainSharedByTwoMembersIsGoPretrainAlone) {
@@ -169,13 +169,14 @@ TEST(GoDataParallelTest, GoPretrainSharedByTwoMembersIsGoPretrainAlone) {
   std::filesystem::create_directories(dir);
   AgentRegistry registry;
   register_builtin_agents(registry);
-  auto train_in = [&](const std::string& name) {
-    return [&, name](Problem& problem, LearnerGroup* group) {
+  auto train_in = [&](const std::string& name, const std::string& graphs_per_update = "1") {
+    return [&, name, graphs_per_update](Problem& problem, LearnerGroup* group) {
       const std::string checkpoint = (dir / (name + ".ckpt")).string();
       auto agent = registry.create("go_pretrain", {{"hidden", "16"},
                                                    {"segment_length", "4"},
                                                    {"samples_per_step", "3"},
                                                    {"seed", "4"},
+                                                   {"graphs_per_update", graphs_per_update},
                                                    {"checkpoint", checkpoint}});
       auto* transferable = dynamic_cast<TransferableAgent*>(agent.get());
       EXPECT_NE(transferable, nullptr);
@@ -184,19 +185,30 @@ TEST(GoDataParallelTest, GoPretrainSharedByTwoMembersIsGoPretrainAlone) {
       Environment env_a(problem);
       testing::ProblemFixture other(parallel_chains(2, 6), "p100x4_pcie", 3);
       Environment env_b(other.problem);
+      testing::ProblemFixture third(parallel_chains(4, 2, true), "p100x4_pcie", 4);
+      Environment env_c(third.problem);
       Curve curve;
-      transferable->train_on_set({&env_a, &env_b}, TrainBudget().with_steps(4), &curve);
+      transferable->train_on_set({&env_a, &env_b, &env_c}, TrainBudget().with_steps(4), &curve);
       // The policy as the checkpoint holds it, on a graph neither trained on.
       testing::ProblemFixture unseen(parallel_chains(4, 3), "p100x4_pcie", 5);
       auto reader = registry.create("go_zero_shot", {{"checkpoint", checkpoint}});
       return Outcome{curve.points, reader->propose(unseen.problem),
-                     env_a.samples() + env_b.samples()};
+                     env_a.samples() + env_b.samples() + env_c.samples()};
     };
   };
   auto graph = [] { return parallel_chains(3, 4); };
   const Outcome alone = run_members(1, graph, train_in("alone"));
   ASSERT_EQ(alone.curve.size(), 4u);
   expect_same(alone, run_members(2, graph, train_in("shared")));
+
+  // Two graphs per update, their gradient averaged: 3 graphs cycle through the slots, which
+  // one, two or three members split (each graph's samples and gradient on one member).
+  const Outcome pairs = run_members(1, graph, train_in("pairs", "2"));
+  ASSERT_EQ(pairs.curve.size(), 4u);
+  EXPECT_EQ(pairs.samples, 4 * 2 * 4);  // 4 updates x 2 graphs x (3 samples + greedy)
+  EXPECT_NE(pairs.decision.placement, alone.decision.placement);
+  expect_same(pairs, run_members(2, graph, train_in("pairs2", "2")));
+  expect_same(pairs, run_members(3, graph, train_in("pairs3", "2")));
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     EXPECT_EQ(entry.path().string().find(".tmp"), std::string::npos)
         << "a temporary file was left behind: " << entry.path();

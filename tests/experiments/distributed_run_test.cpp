@@ -176,6 +176,56 @@ TEST(TorchrunTest, TwoRanksGiveTheResultsOfOneProcess) {
   }
 }
 
+// Data parallelism: pretraining (two graphs per update, one per rank, their gradients
+// exchanged), fine-tuning and go_one (each update's simulations split) shared by both
+// ranks, zero-shot and a baseline dealt: 10 rows.
+fs::path write_data_parallel_config(const fs::path& dir) {
+  auto path = dir / "data_parallel.yaml";
+  std::ofstream(path)
+      << "name: data_parallel\nhardware: p100x2_pcie\nseeds: [1]\nworkloads:\n"
+         "  - graph: "
+      << kSource
+      << "/datasets/graphs/mlp_tiny.json\n"
+         "  - transformer_xl_2\n"
+         "  - {graph: wavenet_2, held_out: true}\n"
+         "agents:\n"
+         "  - name: go_pretrain\n"
+         "    options: {hidden: 16, segment_length: 8, samples_per_step: 5, graphs_per_update: 2}\n"
+         "    budget: {steps: 4}\n"
+         "  - name: go_finetune\n"
+         "    options: {finetune_steps: 2, samples_per_step: 3}\n"
+         "  - go_zero_shot\n"
+         "  - name: go_one\n"
+         "    options: {hidden: 16, segment_length: 8, samples_per_step: 4}\n"
+         "    budget: {steps: 3}\n"
+         "  - single_device\n";
+  return path;
+}
+
+TEST(TorchrunTest, DataParallelLearnersGiveTheResultsOfOneProcess) {
+  ASSERT_FALSE(torchrun().empty());
+  auto dir = temp_dir();
+  auto config = write_data_parallel_config(dir);
+  auto one = run_command(kGopt + " run " + config.string() + " --out " + (dir / "one.h5").string());
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  // Snapshots every update: each rank writes its own at the same updates.
+  auto two =
+      run_command(torchrun() + " --redirects 1 --tee 1 --log_dir " + (dir / "logs").string() +
+                  " --no_python --nproc_per_node 2 --master_addr 127.0.0.1 --master_port " +
+                  std::to_string(unused_local_port()) + " " + kGopt + " run " + config.string() +
+                  " --data-parallel --snapshot-every 0.001 --out " + (dir / "two.h5").string());
+  ASSERT_EQ(two.exit_code, 0) << two.out << two.err;
+  const std::string all = two.out + two.err;
+  EXPECT_TRUE(contains(all, "5 jobs run on all 2 ranks together")) << all;
+  EXPECT_TRUE(contains(all, "data_parallel: 10 new results written to")) << all;
+  auto a = read_results_file(dir / "one.h5");
+  auto b = read_results_file(dir / "two.h5");
+  ASSERT_EQ(a.results.size(), 10u);
+  expect_same_results(a, b);
+  EXPECT_FALSE(fs::exists(dir / "two.snapshots") && !fs::is_empty(dir / "two.snapshots"))
+      << "a finished run leaves no snapshots";
+}
+
 // Starts `gopt args...` as rank `rank` of `world` (rank 0 hosts the store on `port`), with
 // stdout and stderr to files; returns the pid.
 pid_t spawn_rank(int rank, int world, int port, const std::vector<std::string>& args,
