@@ -53,9 +53,33 @@ agents::go::GoPolicy default_policy() {
   return policy;
 }
 
+// The dense arithmetic of one forward pass, per node: every Linear applied to each node
+// (2 x in x out; the modulation and value layers act on one vector per graph and
+// previous_device only when refining, so they are left out) and each attention core
+// (a query meets 2L keys: scores and the weighted sum, 8 L hidden). Layer norms,
+// activations, the GraphSAGE sums over edges and the softmaxes are not counted.
+double forward_flops_per_node(agents::go::GoPolicy& policy) {
+  double flops = 0;
+  for (const auto& item : policy->named_modules()) {
+    const std::string& name = item.key();
+    if (name.find("modulation") != std::string::npos || name.find("value_") != std::string::npos ||
+        name.find("previous_device") != std::string::npos) {
+      continue;
+    }
+    if (const auto* linear = item.value()->as<torch::nn::Linear>()) {
+      flops += 2.0 * static_cast<double>(linear->options.in_features()) *
+               static_cast<double>(linear->options.out_features());
+    }
+  }
+  const auto& o = policy->options;
+  return flops + static_cast<double>(o.attention_layers()) * 8.0 *
+                     static_cast<double>(o.segment_length()) * static_cast<double>(o.hidden());
+}
+
 void forward(benchmark::State& state, const core::CompiledGraph& graph) {
   auto tensors = agents::go::make_graph_tensors(graph);
   auto policy = default_policy();
+  const double flops = forward_flops_per_node(policy) * static_cast<double>(graph.num_nodes());
   torch::NoGradGuard no_grad;
   for (auto _ : state) {
     auto out = policy->forward(tensors, 4);
@@ -66,6 +90,10 @@ void forward(benchmark::State& state, const core::CompiledGraph& graph) {
       static_cast<double>(graph.num_nodes()),
       benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
   state.counters["peak_rss_mb"] = peak_rss_mb();
+  // The arithmetic beside the time: the distance to the machine's limit.
+  state.counters["kflop_per_node"] = flops / static_cast<double>(graph.num_nodes()) / 1e3;
+  state.counters["gflop_per_s"] =
+      benchmark::Counter(flops / 1e9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void BM_GoForwardGnmt8(benchmark::State& state) { forward(state, gnmt8()); }
