@@ -65,20 +65,9 @@ TrainingLoop& TrainingLoop::max_updates(std::int64_t updates) {
   return *this;
 }
 
-// The graph update `step` trains on: batch after batch of graphs_per_batch graphs, each for
-// switch_steps updates, cycling through the graphs of the batch.
-PpoTask& TrainingLoop::task_of(std::vector<PpoTask>& tasks, std::int64_t step) const {
-  const auto n = static_cast<std::int64_t>(tasks.size());
-  const std::int64_t per_batch = graphs_per_batch_ > 0 ? std::min(graphs_per_batch_, n) : n;
-  const std::int64_t batches = (n + per_batch - 1) / per_batch;
-  const std::int64_t batch = (step / std::max<std::int64_t>(1, switch_steps_)) % batches;
-  const std::int64_t first = batch * per_batch;
-  const std::int64_t size = std::min(per_batch, n - first);
-  return tasks[static_cast<std::size_t>(first + step % size)];
-}
-
-// Several graphs per update: `graphs_per_update` distinct graphs of the batch update `step`
-// trains on, consecutive from the position `step` x graphs_per_update reaches.
+// The graphs update `step` trains on: batch after batch of graphs_per_batch graphs, each for
+// switch_steps updates, cycling through the graphs of the batch, graphs_per_update distinct
+// ones at a time (at most the batch's size) from the position step x graphs_per_update.
 std::vector<PpoTask*> TrainingLoop::slots_of(std::vector<PpoTask>& tasks, std::int64_t step) const {
   const auto n = static_cast<std::int64_t>(tasks.size());
   const std::int64_t per_batch = graphs_per_batch_ > 0 ? std::min(graphs_per_batch_, n) : n;
@@ -94,9 +83,9 @@ std::vector<PpoTask*> TrainingLoop::slots_of(std::vector<PpoTask>& tasks, std::i
   return slots;
 }
 
-PpoStepStats TrainingLoop::update(TrainingRun& run, std::int64_t step) {
-  if (graphs_per_update_ <= 1) return run.trainer.step(task_of(run.tasks, step));
-  return shared_update(trained_, rng_, ppo_, slots_of(run.tasks, step), group_);
+PpoStepStats TrainingLoop::update(TrainingRun& run, const std::vector<PpoTask*>& slots) {
+  if (graphs_per_update_ <= 1) return run.trainer.step(*slots.front());
+  return shared_update(trained_, rng_, ppo_, slots, group_);
 }
 
 void TrainingLoop::run(std::vector<PpoTask>& tasks, const TrainBudget& budget,
@@ -117,15 +106,15 @@ void TrainingLoop::run(std::vector<PpoTask>& tasks, const TrainBudget& budget,
     return run.earlier_s + std::chrono::duration<double>(Clock::now() - start).count();
   };
   for (std::int64_t step = run.first_step; step < run.limit; ++step) {
-    const auto graphs = graphs_per_update_ <= 1 ? std::size_t{1} : slots_of(tasks, step).size();
-    if (samples_of(tasks) + trainer.samples_per_update() * static_cast<std::int64_t>(graphs) >
+    const std::vector<PpoTask*> slots = slots_of(tasks, step);
+    if (samples_of(tasks) + trainer.samples_per_update() * static_cast<std::int64_t>(slots.size()) >
             budget.max_samples ||
         run.rank0(wall() >= budget.max_seconds)) {
       break;
     }
-    PpoTask& task = graphs_per_update_ <= 1 ? task_of(tasks, step) : *slots_of(tasks, step).front();
+    PpoTask& task = *slots.front();
     for (auto* c : run.callbacks) c->before_update(run, step);
-    const PpoStepStats stats = update(run, step);
+    const PpoStepStats stats = update(run, slots);
     ++trained_.updates;
     for (auto* c : run.callbacks) c->after_update(run, step);
     LearningCurvePoint point;

@@ -109,9 +109,8 @@ class TrainingLoop {
   void run(std::vector<PpoTask>& tasks, const TrainBudget& budget, TrainingObserver* observer);
 
  private:
-  PpoTask& task_of(std::vector<PpoTask>& tasks, std::int64_t step) const;
   std::vector<PpoTask*> slots_of(std::vector<PpoTask>& tasks, std::int64_t step) const;
-  PpoStepStats update(TrainingRun& run, std::int64_t step);
+  PpoStepStats update(TrainingRun& run, const std::vector<PpoTask*>& slots);
 
   TrainedPolicy& trained_;
   core::Rng& rng_;
