@@ -9,7 +9,11 @@
 //   agent->set_learner_group(&group);  // before train(); null: alone
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <vector>
+
+#include "agents/environment.h"
 
 namespace gopt::agents {
 
@@ -32,5 +36,18 @@ class LearnerGroup {
  protected:
   LearnerGroup() = default;
 };
+
+/// Simulates `count` decisions (`decision(i)` builds the i-th) and counts them on `env` in
+/// order, as a learner alone does (Environment::evaluate). With a group of several members,
+/// member r simulates the decisions i with i % size == r and the members exchange their
+/// evaluations, so that every member counts the same evaluations in the same order and
+/// ends with the same best decision. A collective.
+std::vector<Evaluation> evaluate_shared(Environment& env, std::int64_t count,
+                                        const std::function<core::Decision(std::int64_t)>& decision,
+                                        LearnerGroup* group);
+
+/// Rank 0's `flag` on every member (the flag itself alone): how members take a decision that
+/// depends on a clock at the same update. A collective.
+[[nodiscard]] bool rank0_flag(LearnerGroup* group, bool flag);
 
 }  // namespace gopt::agents

@@ -386,7 +386,7 @@ void add_run_command(CLI::App& app, CliContext& context) {
                    ->check(positive_number())
                    ->capture_default_str();
   cmd->add_flag("--data-parallel", args->data_parallel,
-                "Under torchrun (docs/scaling-out.md): the learners that can (GO's) run each "
+                "Under torchrun (docs/scaling-out.md): the learners that can (GO, HDP) run each "
                 "job on every rank together, splitting every update's simulations, before the "
                 "other jobs, which are dealt to ranks as without it; each rank runs one job at "
                 "a time. Default: every job runs whole on one rank")

@@ -41,47 +41,6 @@ torch::Tensor clipped_surrogate(const torch::Tensor& ratio, const torch::Tensor&
   return torch::min(ratio * advantage, torch::clamp(ratio, 1.0 - clip, 1.0 + clip) * advantage);
 }
 
-// Simulates `count` decisions (`decision(i)` builds the i-th) and counts them on `env` in
-// order, as one learner alone does. With a learner group, member r simulates the decisions
-// i with i % size == r and the members exchange their evaluations (each value sent by one
-// member, zeros by the others: the sums are exact), so that every member counts the same
-// evaluations in the same order and ends with the same best decision.
-std::vector<Evaluation> evaluate_in_order(
-    Environment& env, std::int64_t count,
-    const std::function<core::Decision(std::int64_t)>& decision, LearnerGroup* group) {
-  std::vector<Evaluation> out(static_cast<std::size_t>(count));
-  if (group == nullptr || group->size() == 1) {
-    for (std::int64_t i = 0; i < count; ++i)
-      out[static_cast<std::size_t>(i)] = env.evaluate(decision(i));
-    return out;
-  }
-  const int rank = group->rank();
-  const int size = group->size();
-  std::vector<double> exchanged(static_cast<std::size_t>(3 * count), 0.0);
-  std::vector<core::Decision> mine(static_cast<std::size_t>(count));
-  for (std::int64_t i = rank; i < count; i += size) {
-    const auto at = static_cast<std::size_t>(i);
-    mine[at] = decision(i);
-    const Evaluation e = env.simulate(mine[at]);
-    exchanged[3 * at] = e.step_time_s;
-    exchanged[3 * at + 1] = e.oom ? 1.0 : 0.0;
-    exchanged[3 * at + 2] = static_cast<double>(e.oom_device);
-  }
-  group->all_reduce_sum(exchanged);
-  for (std::int64_t i = 0; i < count; ++i) {
-    const auto at = static_cast<std::size_t>(i);
-    const Evaluation e{exchanged[3 * at], exchanged[3 * at + 1] != 0.0,
-                       static_cast<DeviceId>(exchanged[3 * at + 2])};
-    if (!env.improves(e)) {
-      env.record(e, core::Decision{});
-    } else {
-      env.record(e, i % size == rank ? mine[at] : decision(i));
-    }
-    out[at] = e;
-  }
-  return out;
-}
-
 // The decision of one column of `actions` ([decisions, k]).
 core::Decision sample_decision(const PpoTask& task, const GoPolicyOptions& policy,
                                const TaskActions& actions, std::int64_t s) {
@@ -103,7 +62,7 @@ void score(PpoTask& task, PpoBatch& batch, const GoPolicyOptions& policy, const 
   const auto& g = task.tensors;
   const auto k = options.samples_per_step;
   const std::int64_t first = options.evaluate_greedy ? 1 : 0;
-  const auto evaluations = evaluate_in_order(
+  const auto evaluations = evaluate_shared(
       *task.env, first + k,
       [&](std::int64_t i) {
         return i < first ? task_decision(batch.greedy, g, task.env->problem().graph, task.base)

@@ -44,12 +44,7 @@ void check_same_start(const TrainingRun& run) {
 
 }  // namespace
 
-bool TrainingRun::rank0(bool flag) const {
-  if (group == nullptr || group->size() == 1) return flag;
-  std::vector<double> value{group->rank() == 0 && flag ? 1.0 : 0.0};
-  group->all_reduce_sum(value);
-  return value[0] != 0.0;
-}
+bool TrainingRun::rank0(bool flag) const { return rank0_flag(group, flag); }
 
 TrainingLoop::TrainingLoop(TrainedPolicy& trained, core::Rng& rng, PpoOptions ppo)
     : trained_(trained), rng_(rng), ppo_(ppo) {}

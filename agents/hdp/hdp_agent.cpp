@@ -5,13 +5,16 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <exception>
 #include <limits>
 #include <sstream>
 
 #include "agents/hdp/hdp_model.h"
+#include "agents/learner_group.h"
 #include "agents/option_fields.h"
 #include "agents/placement_utils.h"
 #include "agents/torch_utils.h"
+#include "core/errors.h"
 #include "core/op_kind.h"
 #include "core/rng.h"
 
@@ -66,6 +69,8 @@ class HdpAgent final : public Agent {
 
   std::string name() const override { return "hdp"; }
   bool is_learner() const override { return true; }
+  // Shared, every member draws every sample and simulates its share (evaluate_shared).
+  void set_learner_group(LearnerGroup* group) override { group_ = group; }
 
   core::Decision propose(const Problem& problem) override {
     if (trained_on(problem) && best_.placement) return best_;
@@ -95,7 +100,10 @@ class HdpAgent final : public Agent {
     for (std::int64_t step = 0; step < budget.max_steps; ++step) {
       double elapsed =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if (env.samples() + k > budget.max_samples || elapsed >= budget.max_seconds) break;
+      if (env.samples() + k > budget.max_samples ||
+          rank0_flag(group_, elapsed >= budget.max_seconds)) {
+        break;
+      }
       // Logit noise: std logit_noise decaying linearly to 0 over noise_steps, or with
       // noise_relative (the reference) logit_noise x the logits' root-mean-square until
       // noise_steps.
@@ -133,9 +141,14 @@ class HdpAgent final : public Agent {
 
       std::vector<double> rewards(static_cast<std::size_t>(k));
       double step_time_sum = 0;
+      const auto evaluations = evaluate_shared(
+          env, k,
+          [&](std::int64_t s) {
+            return decision_for(samples[static_cast<std::size_t>(s)], out.devices[s], problem);
+          },
+          group_);
       for (std::int64_t s = 0; s < k; ++s) {
-        auto decision = decision_for(samples[static_cast<std::size_t>(s)], out.devices[s], problem);
-        auto e = env.evaluate(decision);
+        const Evaluation& e = evaluations[static_cast<std::size_t>(s)];
         double t = e.oom ? options_.invalid_step_time_s : e.step_time_s;
         step_time_sum += t;
         rewards[static_cast<std::size_t>(s)] = -std::sqrt(t);
@@ -175,7 +188,17 @@ class HdpAgent final : public Agent {
         point.mean_step_time_s = step_time_sum / static_cast<double>(k);
         point.wall_s =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        observer->on_training_step(point);
+        // Shared, rank 0's observer stops every member; the others' are not heard.
+        std::exception_ptr stopped;
+        try {
+          observer->on_training_step(point);
+        } catch (...) {
+          stopped = std::current_exception();
+        }
+        if (rank0_flag(group_, stopped != nullptr)) {
+          if (stopped) std::rethrow_exception(stopped);
+          throw core::Error("training stopped by rank 0 of the data-parallel learner group");
+        }
       }
     }
     best_ = env.best_decision();
@@ -274,6 +297,7 @@ class HdpAgent final : public Agent {
   at::Generator gen_ = at::detail::createCPUGenerator(0);
   const core::CompiledGraph* graph_ = nullptr;
   const core::CompiledGraph* trained_graph_ = nullptr;
+  LearnerGroup* group_ = nullptr;  // the members training is shared with (null: alone)
   DeviceId devices_ = 0;
   std::int64_t num_groups_ = 0;
   torch::Tensor features_;
@@ -335,12 +359,14 @@ void register_hdp(AgentRegistry& registry) {
           .number("grouper_logit_scale", &H::grouper_logit_scale,
                   "the grouper's logits times this: sharper groups from the first update", 0, 1000)
           .seed(&H::seed);
-  registry.add(describe_agent(
+  AgentInfo info = describe_agent(
       "hdp",
       "Hierarchical Device Placement (Mirhoseini et al., ICLR 2018): grouper + seq2seq placer, "
       "REINFORCE",
       true, fields, HdpOptions(),
-      [](const HdpOptions& h) { return std::make_unique<HdpAgent>(h); }));
+      [](const HdpOptions& h) { return std::make_unique<HdpAgent>(h); });
+  info.data_parallel = true;  // an update's simulations split among ranks (evaluate_shared)
+  registry.add(std::move(info));
 }
 
 }  // namespace gopt::agents::hdp

@@ -1,5 +1,5 @@
-// Data-parallel GO learners (agents/learner_group.h): members that share a training run,
-// here threads of one process, end in the state one learner alone reaches.
+// Data-parallel learners (agents/learner_group.h), GO and HDP: members that share a
+// training run, here threads of one process, end in the state one learner alone reaches.
 #include <gtest/gtest.h>
 
 #include <condition_variable>
@@ -133,7 +133,7 @@ void expect_same(const Outcome& alone, const Outcome& shared) {
 // go_one on one graph: every member draws the update's samples, simulates its share and
 // takes the whole batch's update, so two or three members give exactly one learner's run
 // (5 simulations per update: 4 samples and the greedy placement, dealt unevenly to 2 and 3).
-TEST(GoDataParallelTest, GoOneSharedByTwoOrThreeMembersIsGoOneAlone) {
+TEST(DataParallelTest, GoOneSharedByTwoOrThreeMembersIsGoOneAlone) {
   AgentRegistry registry;
   register_builtin_agents(registry);
   EXPECT_TRUE(registry.info("go_one").data_parallel);
@@ -160,10 +160,33 @@ TEST(GoDataParallelTest, GoOneSharedByTwoOrThreeMembersIsGoOneAlone) {
   expect_same(alone, run_members(3, graph, train));
 }
 
+// HDP: every member draws the update's samples and simulates its share (4 samples on 3
+// members: 2, 1 and 1).
+TEST(DataParallelTest, HdpSharedByTwoOrThreeMembersIsHdpAlone) {
+  AgentRegistry registry;
+  register_builtin_agents(registry);
+  EXPECT_TRUE(registry.info("hdp").data_parallel);
+  auto train = [&](Problem& problem, LearnerGroup* group) {
+    auto agent =
+        registry.create("hdp", {{"samples_per_step", "4"}, {"groups", "6"}, {"seed", "3"}});
+    agent->set_learner_group(group);
+    Environment env(problem);
+    Curve curve;
+    agent->train(env, TrainBudget().with_steps(6), &curve);
+    return Outcome{curve.points, agent->propose(problem), env.samples()};
+  };
+  auto graph = [] { return parallel_chains(3, 5, true); };
+  const Outcome alone = run_members(1, graph, train);
+  ASSERT_EQ(alone.curve.size(), 6u);
+  EXPECT_EQ(alone.samples, 24);
+  expect_same(alone, run_members(2, graph, train));
+  expect_same(alone, run_members(3, graph, train));
+}
+
 // go_pretrain over three graphs with training snapshots: each member writes its own snapshot
 // and checkpoint at the same updates (to the same files: each through its own temporary
 // file), and the checkpoint is the one pretraining alone writes.
-TEST(GoDataParallelTest, GoPretrainSharedByTwoMembersIsGoPretrainAlone) {
+TEST(DataParallelTest, GoPretrainSharedByTwoMembersIsGoPretrainAlone) {
   const auto dir =
       std::filesystem::temp_directory_path() / ("gopt_go_dp_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
