@@ -4,7 +4,9 @@
 # skipped and GO jobs continue from their training snapshots (docs/config.md "Resuming"),
 # so the hours the full configs need (README: about five on two cores) can be spread over
 # shorter runs.
-# Stop it at any time with Ctrl-C (or SIGTERM); call it again to continue.
+# Stop it at any time with Ctrl-C (or SIGTERM); call it again to continue. The results
+# files, snapshots and checkpoints of these three configs are not ignored by git: commit
+# them (git add results/) to continue a run from another clone.
 #
 #   scripts/reproduce_tables.sh [--jobs N] [--only table1|table2|table3]
 #
