@@ -8,6 +8,7 @@
 
 #include "agents/go/go_memory_repair.h"
 #include "agents/go/go_shared_update.h"
+#include "agents/tensor_memory.h"
 #include "agents/torch_utils.h"
 #include "core/errors.h"
 
@@ -86,6 +87,7 @@ PpoStepStats TrainingLoop::update(TrainingRun& run, const std::vector<PpoTask*>&
 void TrainingLoop::run(std::vector<PpoTask>& tasks, const TrainBudget& budget,
                        TrainingObserver* observer) {
   const SubnormalsFlushed flushed;  // a trained policy's subnormals cost 6x (torch_utils.h)
+  const TensorCacheScope cache;     // every pass reuses the last one's blocks (tensor_memory.h)
   PpoTrainer trainer(trained_.policy, *trained_.optimizer, ppo_, make_generator(rng_));
   trainer.share(group_);
   const auto start = Clock::now();

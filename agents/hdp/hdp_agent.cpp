@@ -13,6 +13,7 @@
 #include "agents/learner_group.h"
 #include "agents/option_fields.h"
 #include "agents/placement_utils.h"
+#include "agents/tensor_memory.h"
 #include "agents/torch_utils.h"
 #include "core/errors.h"
 #include "core/op_kind.h"
@@ -88,6 +89,7 @@ class HdpAgent final : public Agent {
     const Problem& problem = env.problem();
     setup(problem);
     const SubnormalsFlushed flushed;  // torch_utils.h
+    const TensorCacheScope cache;     // tensor_memory.h
     auto params = grouper_->parameters();
     for (auto& p : placer_->parameters()) params.push_back(p);
     torch::optim::Adam optimizer(params, torch::optim::AdamOptions(options_.learning_rate));
