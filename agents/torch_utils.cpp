@@ -5,6 +5,7 @@
 #endif
 
 #include <dlfcn.h>
+#include <stdlib.h>
 
 #include <algorithm>
 #include <cmath>
@@ -12,8 +13,25 @@
 #include <string>
 
 #include "agents/compute_threads.h"
+#include "core/errors.h"
 
 namespace gopt::agents {
+
+torch::Device resolve_compute_device(ComputeDevice choice, const std::string& option) {
+  if (choice == ComputeDevice::kCpu) return torch::kCPU;
+  const bool gpu = torch::cuda::is_available();
+  if (!gpu) {
+    if (choice == ComputeDevice::kAuto) return torch::kCPU;
+    throw core::InputError("", option,
+                           "cuda, but this LibTorch has no CUDA or sees no GPU; use cpu, or auto "
+                           "(a GPU when there is one)");
+  }
+  // cuBLAS is deterministic only with a fixed workspace, which must be chosen before its
+  // first handle: the value PyTorch's reproducibility notes give.
+  ::setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
+  at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/true);
+  return {torch::kCUDA, 0};
+}
 
 at::Generator make_generator(core::Rng& rng) { return at::detail::createCPUGenerator(rng.next()); }
 

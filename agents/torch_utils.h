@@ -6,9 +6,21 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
+#include <string>
+
 #include "core/rng.h"
 
 namespace gopt::agents {
+
+/// Where a learned agent's network runs (the GO agents' option `device`).
+enum class ComputeDevice { kAuto, kCpu, kCuda };
+
+/// The LibTorch device for `choice`: kAuto is the first CUDA GPU when LibTorch was built with
+/// CUDA and a GPU is visible, else the CPU; kCuda without them is an InputError naming
+/// `option`. Choosing a GPU also turns on LibTorch's deterministic algorithms (process-wide;
+/// GraphSAGE's index_add otherwise sums with atomics in a varying order), so that a seed
+/// reproduces a run on the same GPU.
+[[nodiscard]] torch::Device resolve_compute_device(ComputeDevice choice, const std::string& option);
 
 /// A CPU generator seeded from `rng`.
 [[nodiscard]] at::Generator make_generator(core::Rng& rng);

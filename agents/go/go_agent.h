@@ -29,6 +29,7 @@
 #include "agents/go/go_model.h"
 #include "agents/go/go_ppo.h"
 #include "agents/registry.h"
+#include "agents/torch_utils.h"
 
 namespace gopt::agents::go {
 
@@ -78,6 +79,10 @@ struct GoOptions {
   /// (GoPolicyOptions::unit_decisions), the rest per op, from the same network; the best
   /// decision found in either phase is kept (docs/agents.md "PPO", decision units). 0: off.
   std::int64_t unit_phase = 0;
+  /// Where the policy network runs (resolve_compute_device): auto (a GPU when LibTorch has
+  /// CUDA and sees one, else the CPU), cpu or cuda. PPO's sampling and objective and the
+  /// simulator stay on the CPU.
+  ComputeDevice device = ComputeDevice::kAuto;
   std::string checkpoint;  ///< written (pretrain) or read (finetune, zero-shot)
   std::uint64_t seed = 0;  ///< mixed with the problem seed
   std::string name;        ///< agent name (empty: the mode's, e.g. go_one)

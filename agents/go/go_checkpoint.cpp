@@ -84,6 +84,18 @@ GoPolicy read_policy(torch::serialize::InputArchive& archive, std::int64_t versi
   return policy;
 }
 
+// The parameters and optimizer state of the file at `path` are read from `archive` (every
+// tensor on the CPU) when `device` is the CPU; else from the file read again into `copy`
+// with every tensor on `device`. A policy on a GPU is written with its tensors there; the
+// CPU reading of every other field keeps such files readable on machines without one.
+torch::serialize::InputArchive& on_device(torch::serialize::InputArchive& archive,
+                                          torch::serialize::InputArchive& copy,
+                                          const std::string& path, torch::Device device) {
+  if (device.is_cpu()) return archive;
+  copy.load_from(path, device);
+  return copy;
+}
+
 void write_policy_and_optimizer(torch::serialize::OutputArchive& archive,
                                 const TrainedPolicy& trained) {
   torch::serialize::OutputArchive policy_archive;
@@ -307,14 +319,14 @@ void save_checkpoint(const std::string& path, const TrainedPolicy& trained) {
   save_atomically(archive, path, "GO checkpoint");
 }
 
-TrainedPolicy load_checkpoint(const std::string& path, double learning_rate) {
+TrainedPolicy load_checkpoint(const std::string& path, double learning_rate, torch::Device device) {
   if (!std::filesystem::exists(path)) {
     throw core::InputError(path, "checkpoint", "no such file (run go_pretrain first)");
   }
   TrainedPolicy trained;
   read_or_input_error(path, "checkpoint", "corrupt or mismatched GO checkpoint", [&] {
     torch::serialize::InputArchive archive;
-    archive.load_from(path);
+    archive.load_from(path, torch::Device(torch::kCPU));
     const Format format = read_format(archive);
     if (format.tag != kCheckpointFormat) {
       throw core::InputError(path, "format", "not a GO checkpoint (no gopt-go-checkpoint tag)");
@@ -324,9 +336,11 @@ TrainedPolicy load_checkpoint(const std::string& path, double learning_rate) {
     archive.read("steps", steps);
     std::string options_text;
     trained.policy = read_policy(archive, format.version, path, options_text);
+    trained.policy->to(device);
     trained.make_optimizer(learning_rate);
     torch::serialize::InputArchive optimizer_archive;
-    archive.read("optimizer", optimizer_archive);
+    torch::serialize::InputArchive copy;
+    on_device(archive, copy, path, device).read("optimizer", optimizer_archive);
     trained.optimizer->load(optimizer_archive);
     trained.set_learning_rate(learning_rate);
     trained.updates = steps.toInt();
@@ -337,7 +351,7 @@ TrainedPolicy load_checkpoint(const std::string& path, double learning_rate) {
 GoPolicy read_any_policy(const std::string& path, std::int64_t& updates,
                          std::string& options_text) {
   torch::serialize::InputArchive archive;
-  archive.load_from(path);
+  archive.load_from(path, torch::Device(torch::kCPU));
   const Format format = read_format(archive);
   const bool checkpoint = format.tag == kCheckpointFormat;
   if (!checkpoint && format.tag != kSnapshotFormat) {
@@ -383,13 +397,14 @@ void write_snapshot(const std::string& path, const TrainingSnapshot& snapshot,
 
 std::optional<SnapshotFile> read_snapshot(const std::string& path, const std::string& identity,
                                           const std::string& options_text,
-                                          const std::vector<std::int64_t>& task_nodes) {
+                                          const std::vector<std::int64_t>& task_nodes,
+                                          torch::Device device) {
   std::error_code ec;
   if (path.empty() || !std::filesystem::exists(path, ec)) return std::nullopt;
   try {
     SnapshotFile file;
     torch::serialize::InputArchive archive;
-    archive.load_from(path);
+    archive.load_from(path, torch::Device(torch::kCPU));
     const Format format = read_format(archive);
     c10::IValue v;
     auto text = [&](const char* key) {
@@ -413,8 +428,10 @@ std::optional<SnapshotFile> read_snapshot(const std::string& path, const std::st
     torch::Tensor curve;
     archive.read("curve", curve);
     s.curve = curve_points(curve);
-    archive.read("policy", file.policy);
-    archive.read("optimizer", file.optimizer);
+    torch::serialize::InputArchive copy;
+    auto& parameters = on_device(archive, copy, path, device);
+    parameters.read("policy", file.policy);
+    parameters.read("optimizer", file.optimizer);
     return file;
   } catch (const c10::Error&) {
     return std::nullopt;

@@ -74,9 +74,11 @@ void read_or_input_error(const std::string& path, const std::string& field, cons
 /// temporary file).
 void save_checkpoint(const std::string& path, const TrainedPolicy& policy);
 
-/// Reads the checkpoint at `path`, of any version this build reads; the optimizer takes
-/// `learning_rate`. InputError naming the file for a missing, corrupt or mismatched one.
-[[nodiscard]] TrainedPolicy load_checkpoint(const std::string& path, double learning_rate);
+/// Reads the checkpoint at `path`, of any version this build reads, onto `device`; the
+/// optimizer takes `learning_rate`. InputError naming the file for a missing, corrupt or
+/// mismatched one. A checkpoint written from a GPU reads on the CPU and the reverse.
+[[nodiscard]] TrainedPolicy load_checkpoint(const std::string& path, double learning_rate,
+                                            torch::Device device = torch::kCPU);
 
 /// The policy of a checkpoint or a training snapshot, and the updates behind it
 /// (`gopt agents inspect`); `options_text` receives its options as recorded.
@@ -120,9 +122,11 @@ struct SnapshotFile {
 /// Reads the snapshot at `path` when it is one of `identity` for a policy of
 /// `options_text` on graphs of `task_nodes` ops each; nullopt when there is none, it
 /// belongs to something else, or it does not read as a snapshot (training then starts over
-/// and replaces it).
-[[nodiscard]] std::optional<SnapshotFile> read_snapshot(
-    const std::string& path, const std::string& identity, const std::string& options_text,
-    const std::vector<std::int64_t>& task_nodes);
+/// and replaces it). The policy and optimizer archives hold their tensors on `device`.
+[[nodiscard]] std::optional<SnapshotFile> read_snapshot(const std::string& path,
+                                                        const std::string& identity,
+                                                        const std::string& options_text,
+                                                        const std::vector<std::int64_t>& task_nodes,
+                                                        torch::Device device = torch::kCPU);
 
 }  // namespace gopt::agents::go

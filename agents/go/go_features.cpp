@@ -231,4 +231,21 @@ torch::Tensor unit_means(const torch::Tensor& values, const GraphTensors& g) {
          g.unit_sizes;
 }
 
+const GraphTensors& GraphTensors::on(torch::Device device) const {
+  if (device.is_cpu()) return *this;
+  if (device_copy_.tensors && device_copy_.tensors->kinds.device() == device) {
+    return *device_copy_.tensors;
+  }
+  auto copy = std::make_shared<GraphTensors>(*this);
+  for (torch::Tensor* t :
+       {&copy->kinds, &copy->numeric, &copy->edge_src, &copy->edge_dst, &copy->inv_in_deg,
+        &copy->inv_out_deg, &copy->order, &copy->layer, &copy->scope_layer, &copy->unit,
+        &copy->unit_rows, &copy->unit_sizes, &copy->action_mask, &copy->placement_prior,
+        &copy->priority_prior, &copy->fusion_prior}) {
+    if (t->defined()) *t = t->to(device);
+  }
+  device_copy_.tensors = std::move(copy);
+  return *device_copy_.tensors;
+}
+
 }  // namespace gopt::agents::go

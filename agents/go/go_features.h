@@ -16,6 +16,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <memory>
 
 #include "core/compiled_graph.h"
 
@@ -26,6 +27,24 @@ inline constexpr std::int64_t kNumericFeatures = 7 + 4 + 1 + 8 + 2;
 /// The two memory columns (not standardised): the graph's total and the op's own.
 inline constexpr std::int64_t kGraphMemoryColumn = kNumericFeatures - 2;
 inline constexpr std::int64_t kOpMemoryColumn = kNumericFeatures - 1;
+
+struct GraphTensors;
+
+/// GraphTensors' copy on the policy's device when that is not the CPU (GraphTensors::on).
+/// A copy of GraphTensors starts without one, so that a copy changed after (a prior set)
+/// never reuses a stale one.
+struct DeviceCopy {
+  DeviceCopy() = default;
+  DeviceCopy(const DeviceCopy&) {}
+  DeviceCopy& operator=(const DeviceCopy&) {
+    tensors.reset();
+    return *this;
+  }
+  DeviceCopy(DeviceCopy&&) = default;
+  DeviceCopy& operator=(DeviceCopy&&) = default;
+  ~DeviceCopy() = default;
+  std::shared_ptr<const GraphTensors> tensors;
+};
 
 struct GraphTensors {
   std::int64_t num_nodes = 0;
@@ -66,6 +85,13 @@ struct GraphTensors {
   /// pipeline's FIFO schedule and rule-based fusion). Undefined: no prior.
   torch::Tensor priority_prior;
   torch::Tensor fusion_prior;
+
+  /// These tensors on `device`: themselves on the CPU, else a copy made at the first call
+  /// and kept (the GO policy's forward pass on a GPU). Call it once the tensors are final.
+  [[nodiscard]] const GraphTensors& on(torch::Device device) const;
+
+ private:
+  mutable DeviceCopy device_copy_;
 };
 
 /// Units of fewer ops than this are split into blocks of consecutive positions.

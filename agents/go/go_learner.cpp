@@ -34,6 +34,10 @@ const GoPolicyOptions& GoLearner::policy_options() const {
   return trained_.policy ? trained_.policy->options : options_.policy;
 }
 
+torch::Device GoLearner::device() const {
+  return resolve_compute_device(options_.device, "agents." + name() + ".device");
+}
+
 void GoLearner::create_policy(std::uint64_t seed) {
   rng_ = core::Rng(seed);
   trained_.policy = GoPolicy(options_.policy);
@@ -45,6 +49,7 @@ void GoLearner::create_policy(std::uint64_t seed) {
   if (options_.placement_prior > 0 && o.place()) trained_.policy->zero_head(GoTask::kPlacement);
   if (options_.priority_prior > 0 && o.schedule()) trained_.policy->zero_head(GoTask::kScheduling);
   if (options_.fusion_prior > 0 && o.fuse()) trained_.policy->zero_head(GoTask::kFusion);
+  trained_.policy->to(device());  // initialised on the CPU: the same start on every device
   trained_.make_optimizer(options_.ppo.learning_rate);
   trained_.updates = 0;
   best_.clear();
@@ -57,7 +62,7 @@ void GoLearner::load_policy() {
                                " needs a pretrained policy (run go_pretrain first, or set "
                                "the option 'checkpoint')");
   }
-  trained_ = load_checkpoint(options_.checkpoint, options_.ppo.learning_rate);
+  trained_ = load_checkpoint(options_.checkpoint, options_.ppo.learning_rate, device());
   rng_ = core::Rng(options_.seed);
 }
 

@@ -64,6 +64,8 @@ class GoLearner {
   void set_priors(GraphTensors& tensors, const DecisionBase& base,
                   const core::CompiledGraph& graph) const;
   [[nodiscard]] const GoPolicyOptions& policy_options() const;
+  /// Where the policy runs (GoOptions::device, resolved; InputError for an unusable one).
+  [[nodiscard]] torch::Device device() const;
 
   GoOptions options_;
   TrainSnapshots snapshots_;

@@ -255,14 +255,32 @@ torch::Tensor GoPolicyImpl::attend(torch::Tensor x, const torch::Tensor& graph_e
   return x;
 }
 
+torch::Device GoPolicyImpl::device() const { return parameters().front().device(); }
+
 PolicyOutput GoPolicyImpl::forward(const GraphTensors& g, std::int64_t devices) {
   TORCH_CHECK(devices >= 1 && devices <= options.max_devices(), "GO policy: a cluster of ", devices,
               " devices does not fit a policy of at most ", options.max_devices(),
               " devices (option max_devices)");
+  const torch::Device where = device();
+  if (where.is_cpu()) return forward_on(g, devices);
+  // On a GPU: the graph's tensors go there once (GraphTensors::on), the outputs come back.
+  // The copies are differentiable, so PPO's sampling and objective stay on the CPU as
+  // they are and its gradients flow back into the network on the GPU.
+  PolicyOutput out = forward_on(g.on(where), devices);
+  for (torch::Tensor* t :
+       {&out.logits, &out.priority_logits, &out.fusion_logits, &out.value, &out.embeddings}) {
+    if (t->defined()) *t = t->to(torch::kCPU);
+  }
+  return out;
+}
+
+PolicyOutput GoPolicyImpl::forward_on(const GraphTensors& g, std::int64_t devices) {
   PolicyOutput out;
   out.embeddings = encoder_(g);
   auto graph_embedding = pool(out.embeddings);
-  auto masked = torch::arange(options.max_devices(), torch::kLong).ge(devices);
+  auto masked = torch::arange(options.max_devices(),
+                              torch::TensorOptions(torch::kLong).device(g.kinds.device()))
+                    .ge(devices);
   torch::Tensor x;
   for (std::int64_t pass = 0; pass < options.refine_passes(); ++pass) {
     auto input = out.embeddings;

@@ -122,8 +122,11 @@ struct PolicyOutput {
 class GoPolicyImpl : public torch::nn::Module {
  public:
   explicit GoPolicyImpl(const GoPolicyOptions& options);
-  /// Runs the policy on `g` for a cluster of `devices` (<= max_devices).
+  /// Runs the policy on `g` for a cluster of `devices` (<= max_devices). The outputs are on
+  /// the CPU wherever the network runs (device()).
   PolicyOutput forward(const GraphTensors& g, std::int64_t devices);
+  /// Where the network's parameters are (GoOptions::device; the CPU unless moved).
+  [[nodiscard]] torch::Device device() const;
   /// Zeroes the modulation (identity gates at first) and scales the placement head by
   /// head_init_scale; called once after initialisation.
   void reset_heads();
@@ -134,6 +137,8 @@ class GoPolicyImpl : public torch::nn::Module {
   GoPolicyOptions options;
 
  private:
+  /// forward() with `g` and every output on the network's device.
+  PolicyOutput forward_on(const GraphTensors& g, std::int64_t devices);
   torch::Tensor attend(torch::Tensor x, const torch::Tensor& graph_embedding);
   /// The placement head's logits plus the graph's placement prior, masked to the cluster.
   torch::Tensor placement_logits(const torch::Tensor& x, const torch::Tensor& masked,

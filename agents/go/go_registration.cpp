@@ -128,8 +128,19 @@ Fields policy_ppo_rules() {
       });
 }
 
+// Every GO agent runs a policy somewhere.
+Fields device_field() {
+  return Fields().choice(
+      "device", &GoOptions::device,
+      "where the policy network runs: auto (a GPU when LibTorch has CUDA and "
+      "sees one, else the CPU), cpu or cuda",
+      std::vector<std::pair<std::string, ComputeDevice>>{{"auto", ComputeDevice::kAuto},
+                                                         {"cpu", ComputeDevice::kCpu},
+                                                         {"cuda", ComputeDevice::kCuda}});
+}
+
 Fields trained_policy_fields() {
-  return policy_fields().append(ppo_fields()).append(policy_ppo_rules());
+  return policy_fields().append(ppo_fields()).append(policy_ppo_rules()).append(device_field());
 }
 
 Fields pretrain_fields() {
@@ -271,6 +282,7 @@ std::vector<GoAgentEntry> go_agents() {
        searching(GoMode::kFinetune),
        ppo_fields()
            .append(checkpoint_in_field())
+           .append(device_field())
            .append(Fields().integer(
                "finetune_steps", &GoOptions::finetune_steps,
                "at most this many fine-tuning updates, whatever the budget (paper: under 50)", 0,
@@ -282,11 +294,14 @@ std::vector<GoAgentEntry> go_agents() {
        "GO pretrained (checkpoint), applied greedily to a held-out graph with no training "
        "(moved into memory if it does not fit)",
        false, zero_shot,
-       checkpoint_in_field().append(Fields().integer(
-           "memory_repairs", &GoOptions::memory_repairs,
-           "when the greedy placement runs out of memory, at most this many re-placements that "
-           "move the ops the policy is least sure of off the full devices (0: greedy only)",
-           0, 1e6))});
+       checkpoint_in_field()
+           .append(Fields().integer(
+               "memory_repairs", &GoOptions::memory_repairs,
+               "when the greedy placement runs out of memory, at most this many re-placements "
+               "that move the ops the policy is least sure of off the full devices (0: greedy "
+               "only)",
+               0, 1e6))
+           .append(device_field())});
 
   for (auto& a : multitask_agents()) agents.push_back(std::move(a));
   return agents;

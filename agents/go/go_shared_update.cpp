@@ -95,7 +95,7 @@ void read_gradients(const std::vector<torch::Tensor>& params, float* out) {
   for (const auto& p : params) {
     const auto n = static_cast<std::size_t>(p.numel());
     if (p.grad().defined()) {
-      const auto g = p.grad().contiguous();
+      const auto g = p.grad().to(torch::kCPU).contiguous();
       std::memcpy(out, g.data_ptr<float>(), n * sizeof(float));
     } else {
       std::memset(out, 0, n * sizeof(float));
@@ -106,10 +106,10 @@ void read_gradients(const std::vector<torch::Tensor>& params, float* out) {
 
 void write_gradients(std::vector<torch::Tensor>& params, const float* in) {
   for (auto& p : params) {
-    auto g = torch::empty_like(p);
+    auto g = torch::empty(p.sizes(), torch::kFloat);
     const auto n = static_cast<std::size_t>(p.numel());
     std::memcpy(g.data_ptr<float>(), in, n * sizeof(float));
-    p.mutable_grad() = g;
+    p.mutable_grad() = g.to(p.device());
     in += n;
   }
 }

@@ -241,8 +241,9 @@ void Snapshots::write(const TrainingRun& run) const {
 bool Snapshots::restore(TrainingRun& run) const {
   std::vector<std::int64_t> nodes;
   for (const auto& task : run.tasks) nodes.push_back(task.env->problem().num_nodes());
-  auto file = read_snapshot(where_.path, where_.identity,
-                            policy_options_text(run.trained.policy->options), nodes);
+  auto file =
+      read_snapshot(where_.path, where_.identity, policy_options_text(run.trained.policy->options),
+                    nodes, run.trained.policy->device());
   if (!file) return false;
   TrainingSnapshot& s = file->snapshot;
   std::istringstream rng_text(s.rng);

@@ -79,9 +79,18 @@ double forward_flops_per_node(agents::go::GoPolicy& policy) {
                      static_cast<double>(o.segment_length()) * static_cast<double>(o.hidden());
 }
 
-void forward(benchmark::State& state, const core::CompiledGraph& graph) {
+// The GPU variants' device, or null after telling the benchmark to skip.
+std::optional<torch::Device> gpu_or_skip(benchmark::State& state) {
+  if (torch::cuda::is_available()) return torch::Device(torch::kCUDA, 0);
+  state.SkipWithError("no GPU: LibTorch has no CUDA or sees none");
+  return std::nullopt;
+}
+
+void forward(benchmark::State& state, const core::CompiledGraph& graph,
+             torch::Device device = torch::kCPU) {
   auto tensors = agents::go::make_graph_tensors(graph);
   auto policy = default_policy();
+  policy->to(device);
   const double flops = forward_flops_per_node(policy) * static_cast<double>(graph.num_nodes());
   torch::NoGradGuard no_grad;
   // As in training: tensor blocks cached (agents/tensor_memory.h), and one pass before the
@@ -106,6 +115,12 @@ void forward(benchmark::State& state, const core::CompiledGraph& graph) {
 
 void BM_GoForwardGnmt8(benchmark::State& state) { forward(state, gnmt8()); }
 BENCHMARK(BM_GoForwardGnmt8)->Name("BM_GoForward/gnmt_8")->Unit(benchmark::kMillisecond);
+
+// On the first GPU (GoOptions::device cuda): the outputs come back to the CPU each pass.
+void BM_GoForwardGnmt8Cuda(benchmark::State& state) {
+  if (const auto gpu = gpu_or_skip(state)) forward(state, gnmt8(), *gpu);
+}
+BENCHMARK(BM_GoForwardGnmt8Cuda)->Name("BM_GoForward/gnmt_8/cuda")->Unit(benchmark::kMillisecond);
 
 void BM_GoForwardRandom(benchmark::State& state) {
   const auto graph = core::CompiledGraph::compile(gopt::testing::random_dag(
@@ -148,7 +163,7 @@ BENCHMARK(BM_SegmentAttention)
     ->ArgNames({"nodes", "fused"})
     ->Unit(benchmark::kMillisecond);
 
-void BM_GoPpoUpdate(benchmark::State& state) {
+void ppo_update(benchmark::State& state, torch::Device device) {
   const auto& graph = gnmt8();
   const auto cluster = hardware::load_profile("p100x4_pcie");
   const hardware::RooflineCostModel cost(cluster);
@@ -156,6 +171,7 @@ void BM_GoPpoUpdate(benchmark::State& state) {
   agents::Environment env(problem);
   agents::go::PpoTask task(env);
   auto policy = default_policy();
+  policy->to(device);
   torch::optim::Adam optimizer(policy->parameters(), torch::optim::AdamOptions(3e-3));
   core::Rng rng(2);
   agents::go::PpoTrainer trainer(policy, optimizer, agents::go::PpoOptions(),
@@ -171,11 +187,23 @@ void BM_GoPpoUpdate(benchmark::State& state) {
   state.counters["samples_per_update"] = static_cast<double>(trainer.samples_per_update());
   state.counters["peak_rss_mb"] = peak_rss_mb();
 }
+void BM_GoPpoUpdate(benchmark::State& state) { ppo_update(state, torch::kCPU); }
 BENCHMARK(BM_GoPpoUpdate)
     ->Name("BM_GoPpoUpdate/gnmt_8/4")
     ->ArgName("cache")
     ->Arg(1)
     ->Arg(0)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
+
+// The same update with the policy on the first GPU; the simulations stay on the CPU.
+void BM_GoPpoUpdateCuda(benchmark::State& state) {
+  if (const auto gpu = gpu_or_skip(state)) ppo_update(state, *gpu);
+}
+BENCHMARK(BM_GoPpoUpdateCuda)
+    ->Name("BM_GoPpoUpdate/gnmt_8/4/cuda")
+    ->ArgName("cache")
+    ->Arg(1)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(3);
 

@@ -74,14 +74,16 @@ bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
-// Runs `config` on the baseline CPU code path into `out` (in `run`), and compares the digest
+// Runs `config` on the baseline CPU code path (no GPU visible: GO's `device: auto` is
+// the CPU) into `out` (in `run`), and compares the digest
 // of its results with `digest_file` (under tests/data/plan), or writes it there when
 // GOPT_WRITE_DIGEST is set.
 void expect_pinned_results(const std::string& config, const std::string& digest_file,
                            const std::string& out, gopt::testing::CommandResult& run) {
   run = gopt::testing::run_command(
-      "GOPT_CPU_KERNEL=baseline ATEN_CPU_CAPABILITY=default OPENBLAS_CORETYPE=Prescott " + kGopt +
-      " run " + config + " --jobs 2 --out " + out);
+      "CUDA_VISIBLE_DEVICES= GOPT_CPU_KERNEL=baseline ATEN_CPU_CAPABILITY=default "
+      "OPENBLAS_CORETYPE=Prescott " +
+      kGopt + " run " + config + " --jobs 2 --out " + out);
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const std::string got = digest(read_results_file(out));
   const std::string path = kData + "/plan/" + digest_file;

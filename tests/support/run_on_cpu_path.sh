@@ -35,4 +35,5 @@ if [ "$path" = "$native" ] && [ "$path" != baseline ]; then
   exit 77
 fi
 echo "running on the $path path: GOPT_CPU_KERNEL=$path ATEN_CPU_CAPABILITY=$aten OPENBLAS_CORETYPE=$blas"
-GOPT_CPU_KERNEL="$path" ATEN_CPU_CAPABILITY="$aten" OPENBLAS_CORETYPE="$blas" exec "$@"
+# No GPU visible, so that the GO agents' `device: auto` takes the CPU path under test.
+CUDA_VISIBLE_DEVICES="" GOPT_CPU_KERNEL="$path" ATEN_CPU_CAPABILITY="$aten" OPENBLAS_CORETYPE="$blas" exec "$@"
