@@ -2,8 +2,8 @@
 // on a graph of 60k ops allocates and frees the same few hundred tensors of tens of
 // megabytes at every forward and backward pass; glibc hands blocks that large to mmap and
 // back to the kernel at each free, so every pass paid again for zeroing fresh pages (20% of
-// a PPO update on gnmt_8 was in the kernel's page-fault path). Kept free of LibTorch
-// headers, like compute_threads.h, so the runner and main can name it.
+// a PPO update on gnmt_8 was in the kernel's page-fault path). The learners (GO's training
+// loop, HDP) open a scope; the header is free of LibTorch's.
 #pragma once
 
 #include <cstddef>

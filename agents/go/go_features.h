@@ -88,6 +88,7 @@ struct GraphTensors {
 
   /// These tensors on `device`: themselves on the CPU, else a copy made at the first call
   /// and kept (the GO policy's forward pass on a GPU). Call it once the tensors are final.
+  /// A tensor member added above must be added to the copy's list in go_features.cpp.
   [[nodiscard]] const GraphTensors& on(torch::Device device) const;
 
  private:
