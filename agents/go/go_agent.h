@@ -79,6 +79,10 @@ struct GoOptions {
   /// (GoPolicyOptions::unit_decisions), the rest per op, from the same network; the best
   /// decision found in either phase is kept (docs/agents.md "PPO", decision units). 0: off.
   std::int64_t unit_phase = 0;
+  /// Coarse to fine: updates after the unit phase over which the ops' placement logits move
+  /// from their unit's mean to their own (GoPolicyOptions::unit_blend, linearly), so that
+  /// per-op sampling starts from the unit phase's placements. 0: at once.
+  std::int64_t unit_handover = 0;
   /// Where the policy network runs (resolve_compute_device): auto (a GPU when LibTorch has
   /// CUDA and sees one, else the CPU), cpu or cuda. PPO's sampling and objective and the
   /// simulator stay on the CPU.

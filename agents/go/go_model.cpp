@@ -204,6 +204,9 @@ torch::Tensor GoPolicyImpl::placement_logits(const torch::Tensor& x, const torch
   if (options.unit_decisions()) {
     // The mean over each unit's ops, given back to every op of the unit.
     logits = unit_means(logits, g).index_select(0, g.unit);
+  } else if (options.unit_blend() < 1.0) {
+    const auto means = unit_means(logits, g).index_select(0, g.unit);
+    logits = means + options.unit_blend() * (logits - means);
   }
   return logits.masked_fill(masked, kMaskedLogit);
 }

@@ -40,6 +40,10 @@ struct GoPolicyOptions {
   /// logits are the mean of the unit's per-op logits, shared by its ops, so that a unit
   /// moves between devices whole (docs/agents.md "PPO", decision units). Off: per op (the paper).
   TORCH_ARG(bool, unit_decisions) = false;
+  /// With per-op decisions: each op's placement logits are its unit's mean logits plus this
+  /// times the op's own deviation from them (1: the op's own logits; 0: the unit's, still
+  /// sampled per op). CoarseToFine ramps it from 0 to 1 after the unit phase; not saved.
+  TORCH_ARG(double, unit_blend) = 1.0;
   // Tasks (issue #9). With task_layers off and only placement on, the network is the
   // placement policy above (go_one). With task_layers on, every decided task has its own
   // recurrent attention layer, chained in the order placement, scheduling, fusion with a

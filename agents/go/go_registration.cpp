@@ -99,6 +99,10 @@ Fields ppo_fields() {
       .integer("unit_phase", &GoOptions::unit_phase,
                "coarse to fine: updates that decide per decision unit before deciding per op", 0,
                1e9)
+      .integer("unit_handover", &GoOptions::unit_handover,
+               "coarse to fine: updates after unit_phase over which each op's placement logits "
+               "move from its unit's mean to its own (0: at once)",
+               0, 1e9)
       .integer("unit_samples", ppo_field(&PpoOptions::unit_samples),
                "with per-op decisions: samples per update that place whole decision units "
                "(at most samples_per_step)",
@@ -107,6 +111,10 @@ Fields ppo_fields() {
       .rule("imitation_cap",
             [](const GoOptions& g) -> std::string {
               return g.ppo.imitation_cap > 0 ? "" : "expected a probability in (0, 1]";
+            })
+      .rule("unit_handover",
+            [](const GoOptions& g) -> std::string {
+              return g.unit_handover == 0 || g.unit_phase > 0 ? "" : "expected unit_phase > 0";
             })
       .rule("unit_samples", [](const GoOptions& g) -> std::string {
         if (g.ppo.unit_samples <= g.ppo.samples_per_step) return "";

@@ -154,11 +154,17 @@ void LearningRateSchedule::before_update(TrainingRun& run, std::int64_t step) {
 void CoarseToFine::before_update(TrainingRun& run, std::int64_t step) {
   auto& options = run.trained.policy->options;
   per_unit_ = options.unit_decisions();
-  if (step < unit_updates_) options.unit_decisions(true);
+  blend_ = options.unit_blend();
+  if (step < unit_updates_) {
+    options.unit_decisions(true);
+  } else if (step < unit_updates_ + handover_updates_) {
+    options.unit_blend(static_cast<double>(step - unit_updates_ + 1) /
+                       static_cast<double>(handover_updates_ + 1));
+  }
 }
 
 void CoarseToFine::after_update(TrainingRun& run, std::int64_t /*step*/) {
-  run.trained.policy->options.unit_decisions(per_unit_);
+  run.trained.policy->options.unit_decisions(per_unit_).unit_blend(blend_);
 }
 
 ModelSelection::ModelSelection(std::vector<ValidationGraph> graphs, std::int64_t every,

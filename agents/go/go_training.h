@@ -135,18 +135,24 @@ class LearningRateSchedule final : public TrainingCallback {
   std::function<double(std::int64_t)> rate_;
 };
 
-/// Coarse to fine (GoOptions::unit_phase): the first `unit_updates` updates decide per
-/// decision unit, the others as the policy's options say. The policy's own option is what
-/// checkpoints and snapshots record.
+/// Coarse to fine (GoOptions::unit_phase, unit_handover): the first `unit_updates` updates
+/// decide per decision unit; the next `handover_updates` decide per op from logits blended
+/// between the unit's mean and the op's own (GoPolicyOptions::unit_blend: 1/(H+1), ...,
+/// H/(H+1)); the others as the policy's options say. The policy's own options are what
+/// checkpoints and snapshots record. Both depend on the update's number only, so a resumed
+/// run follows the same schedule.
 class CoarseToFine final : public TrainingCallback {
  public:
-  explicit CoarseToFine(std::int64_t unit_updates) : unit_updates_(unit_updates) {}
+  CoarseToFine(std::int64_t unit_updates, std::int64_t handover_updates)
+      : unit_updates_(unit_updates), handover_updates_(handover_updates) {}
   void before_update(TrainingRun& run, std::int64_t step) override;
   void after_update(TrainingRun& run, std::int64_t step) override;
 
  private:
   std::int64_t unit_updates_;
+  std::int64_t handover_updates_;
   bool per_unit_ = false;
+  double blend_ = 1.0;
 };
 
 /// A graph the policy is checked on and not trained on.

@@ -348,6 +348,26 @@ TEST(GoPpoTest, UnitDecisionsPlaceEveryUnitWhole) {
   EXPECT_EQ((*greedy.placement)[0], (*greedy.placement)[1]);  // "emb/lookup" in and op0
 }
 
+// The handover's blend: at 0 every op of a unit has the unit's mean logits (what unit
+// decisions give), at 1 its own, in between the straight line from one to the other.
+TEST(GoPolicyTest, UnitBlendMovesFromTheUnitsMeanToTheOpsOwnLogits) {
+  testing::ProblemFixture f(unit_graph(), "p100x2_pcie", 1);
+  const GraphTensors tensors = make_graph_tensors(f.compiled);
+  GoPolicy policy = small_policy(5, 8);
+  torch::NoGradGuard no_grad;
+  auto logits_at = [&](bool units, double blend) {
+    policy->options.unit_decisions(units).unit_blend(blend);
+    return policy->forward(tensors, 2).logits;
+  };
+  const auto own = logits_at(false, 1.0);
+  const auto means = logits_at(true, 1.0);
+  ASSERT_FALSE(torch::allclose(own, means));
+  EXPECT_TRUE(torch::allclose(logits_at(false, 0.0), means, 1e-5, 1e-5));
+  EXPECT_TRUE(torch::allclose(logits_at(false, 0.25), means + 0.25 * (own - means), 1e-5, 1e-5));
+  // Unit decisions ignore the blend: a unit has one distribution whatever it is.
+  EXPECT_TRUE(torch::equal(logits_at(true, 0.25), means));
+}
+
 // Mixed sampling: with per-op decisions, unit samples place whole units (drawn from the
 // mean of the unit's logits) and train that pooled distribution.
 TEST(GoPpoTest, UnitSamplesPlaceWholeUnitsAndTrainTheirPooledDistribution) {
@@ -850,6 +870,18 @@ TEST(GoAgentTest, CoarseToFineDecidesPerUnitFirstThenPerOp) {
     (void)r.create("go_one", {{"unit_phase", "4"}, {"unit_decisions", "true"}}, "exp.yaml");
   });
   EXPECT_TRUE(gopt::testing::contains(message, "agents.go_one.unit_phase")) << message;
+
+  // A handover of 2 updates after a unit phase of 4: the unit phase is unchanged, the
+  // handover's updates differ from an abrupt switch.
+  const auto handed = curve_of({{"unit_phase", "4"}, {"unit_handover", "2"}});
+  EXPECT_EQ(std::vector<double>(handed.begin(), handed.begin() + 4),
+            std::vector<double>(units.begin(), units.begin() + 4));
+  EXPECT_NE(handed, phased);
+  const auto lone = gopt::testing::error_of([&] {
+    (void)r.create("go_one", {{"unit_handover", "2"}}, "exp.yaml");
+  });
+  EXPECT_TRUE(gopt::testing::contains(lone, "agents.go_one.unit_handover")) << lone;
+  EXPECT_TRUE(gopt::testing::contains(lone, "unit_phase > 0")) << lone;
 }
 
 // A checkpoint records unit decisions, and a zero-shot policy read from it decides per unit.
@@ -1060,6 +1092,47 @@ TEST_F(GoCheckpointTest, StoppedTrainingResumesFromItsSnapshotAsIfNeverStopped) 
   EXPECT_EQ(a.placement, b.placement);
   EXPECT_EQ(a.priority, b.priority);
   EXPECT_EQ(a.fusion, b.fusion);
+}
+
+// A run stopped during the handover resumes on the same schedule: the blend is a function
+// of the update's number, and the snapshot holds the policy's own (per-op) options.
+TEST_F(GoCheckpointTest, StoppedHandoverResumesAsIfNeverStopped) {
+  testing::ProblemFixture f(unit_graph(), "p100x2_pcie", 1);
+  AgentRegistry r;
+  register_builtin_agents(r);
+  const std::map<std::string, std::string> options = {
+      {"hidden", "16"}, {"segment_length", "8"}, {"samples_per_step", "4"},
+      {"seed", "3"},    {"unit_phase", "2"},     {"unit_handover", "3"}};
+  const TrainBudget budget = TrainBudget().with_steps(7);
+  TrainSnapshots snapshots;
+  snapshots.path = (dir_ / "handover.pt").string();
+  snapshots.identity = "units / go_one / seed 3";
+  snapshots.interval_s = 1e9;
+
+  auto whole = r.create("go_one", options);
+  Environment whole_env(f.problem);
+  Curve whole_curve;
+  whole->train(whole_env, budget, &whole_curve);
+  ASSERT_EQ(whole_curve.points.size(), 7u);
+
+  auto first = r.create("go_one", options);
+  first->set_snapshots(snapshots);
+  Environment first_env(f.problem);
+  StopAfter stop(3);  // inside the handover (updates 2 to 4)
+  EXPECT_THROW(first->train(first_env, budget, &stop), StopAfter::Stopped);
+  ASSERT_TRUE(std::filesystem::exists(snapshots.path));
+
+  auto second = r.create("go_one", options);
+  second->set_snapshots(snapshots);
+  Environment second_env(f.problem);
+  Curve resumed;
+  second->train(second_env, budget, &resumed);
+  ASSERT_EQ(resumed.points.size(), 7u);
+  for (std::size_t i = 0; i < 7; ++i) {
+    EXPECT_EQ(resumed.points[i].mean_step_time_s, whole_curve.points[i].mean_step_time_s) << i;
+    EXPECT_EQ(resumed.points[i].best_step_time_s, whole_curve.points[i].best_step_time_s) << i;
+  }
+  EXPECT_EQ(whole->propose(f.problem).placement, second->propose(f.problem).placement);
 }
 
 // A snapshot of another job (identity), or a file that is not a snapshot, is not used:
