@@ -4,10 +4,12 @@
 #include <atomic>
 #include <filesystem>
 #include <sstream>
+#include <string_view>
 #include <system_error>
 #include <utility>
 
 #include "core/errors.h"
+#include "core/strings.h"
 
 #include <unistd.h>
 
@@ -255,11 +257,9 @@ GoPolicyOptions parse_policy_options(const std::string& text, std::int64_t versi
   while (std::getline(in, item, ';')) {
     auto eq = item.find('=');
     if (eq == std::string::npos) continue;
-    try {
-      values[item.substr(0, eq)] = std::stoll(item.substr(eq + 1));
-    } catch (const std::exception&) {
-      throw core::InputError(path, "options", "unreadable policy option '" + item + "'");
-    }
+    const auto value = core::parse_integer(std::string_view(item).substr(eq + 1));
+    if (!value) throw core::InputError(path, "options", "unreadable policy option '" + item + "'");
+    values[item.substr(0, eq)] = *value;
   }
   if (version < 2) migrate_policy_fields(values);
   for (const auto& field : policy_fields(GoPolicyOptions())) {

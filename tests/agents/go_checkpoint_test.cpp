@@ -215,5 +215,22 @@ TEST(GoCheckpointMigrationTest, Version1FieldsFillOnlyWhatIsMissing) {
   EXPECT_EQ(fields["features"], 20);
 }
 
+// A recorded option that is not a whole number is an error naming the file and the option,
+// never read as its leading digits.
+TEST(GoCheckpointMigrationTest, UnreadableOptionsAreErrorsNamingTheFile) {
+  const std::string good = policy_options_text(GoPolicyOptions());
+  EXPECT_EQ(policy_options_text(parse_policy_options(good, kCheckpointVersion, "a.ckpt")), good);
+  for (const std::string bad :
+       {"hidden=64x", "hidden=", "hidden=6.5", "hidden=99999999999999999999"}) {
+    std::string text = good;
+    const auto at = text.find("hidden=");
+    text.replace(at, text.find(';', at) - at, bad);
+    const auto message = gopt::testing::error_of(
+        [&] { (void)parse_policy_options(text, kCheckpointVersion, "a.ckpt"); });
+    EXPECT_TRUE(gopt::testing::contains(message, "a.ckpt")) << message;
+    EXPECT_TRUE(gopt::testing::contains(message, "'" + bad + "'")) << message;
+  }
+}
+
 }  // namespace
 }  // namespace gopt::agents::go
