@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <ctime>
@@ -74,6 +75,7 @@ struct RunArgs {
   std::string out;
   std::vector<std::string> sets;
   bool resume = false;
+  std::vector<std::string> redo;  ///< --redo: agents whose results in the file run again
   bool overwrite = false;
   bool dry_run = false;
   int jobs = 1;
@@ -112,6 +114,31 @@ int run_writer(const RunArgs& args, ExperimentConfig& config, const std::string&
                const std::string& cpu_numerics, StoreRunTeam* team, LaunchLearners* learners,
                CliContext& ctx);
 
+// The results of a resumed file that this run skips: all of them but those of the agents
+// named by --redo, which run again (each new result replaces the file's when written).
+std::vector<ResultKey> kept_results(std::vector<ResultKey> existing, const RunArgs& args) {
+  existing.erase(std::remove_if(existing.begin(), existing.end(),
+                                [&](const ResultKey& k) {
+                                  return std::find(args.redo.begin(), args.redo.end(), k.agent) !=
+                                         args.redo.end();
+                                }),
+                 existing.end());
+  return existing;
+}
+
+// --redo names agents of the config (a typo would silently redo nothing).
+void check_redo(const RunArgs& args, const ExperimentConfig& config) {
+  std::vector<std::string> names;
+  for (const auto& a : config.agents) names.push_back(a.name);
+  for (const auto& name : args.redo) {
+    if (std::find(names.begin(), names.end(), name) == names.end()) {
+      throw core::InputError(args.config, "agents",
+                             "--redo " + name + ": the config has no agent of that name (" +
+                                 core::join(names, ", ") + ")");
+    }
+  }
+}
+
 // `--dry-run`: the plan of the jobs a run would run (with --resume: those not yet in the
 // results file), and nothing else; no file is opened for writing.
 int print_plan_only(const RunArgs& args, const ExperimentConfig& config, const std::string& out,
@@ -121,6 +148,7 @@ int print_plan_only(const RunArgs& args, const ExperimentConfig& config, const s
   if (args.resume && out != "-" && std::filesystem::exists(out, ec)) {
     for (const auto& r : read_results_file(out).results) done.push_back(r.key);
   }
+  done = kept_results(std::move(done), args);
   const Plan plan = print_run_plan(config, done, ctx.out);
   if (!args.costs.empty()) {
     const auto workers = static_cast<std::size_t>(args.jobs) * static_cast<std::size_t>(args.ranks);
@@ -141,6 +169,7 @@ int run_experiment_command(const RunArgs& args, CliContext& ctx) {
   const std::string out = args.out.empty() ? config.output : args.out;
   // Checkpoints (go_pretrain) are written beside the results file actually used.
   if (out != "-") config.output = out;
+  check_redo(args, config);
 
   if (args.dry_run) return print_plan_only(args, config, out, ctx);
 
@@ -275,7 +304,8 @@ int run_writer(const RunArgs& args, ExperimentConfig& config, const std::string&
   std::unique_ptr<Hdf5Sink> file;
   ConsoleSink console(ctx.out);
   if (!console_only) file = std::make_unique<Hdf5Sink>(out, Hdf5SinkOptions().mode(mode));
-  const std::vector<ResultKey> done = file ? file->existing() : std::vector<ResultKey>{};
+  const std::vector<ResultKey> done =
+      file ? kept_results(file->existing(), args) : std::vector<ResultKey>{};
   if (team) team->share_start({done});
   ResultSink& sink = console_only ? static_cast<ResultSink&>(console) : *file;
   if (file && args.resume && !file->existing_config().empty() &&
@@ -362,9 +392,15 @@ void add_run_command(CLI::App& app, CliContext& context) {
                   "Override a config field: path.to.key=value (value in YAML; lists are "
                   "indexed by position or entry name, e.g. agents.hdp.budget.steps=20)")
       ->allow_extra_args(false);
-  cmd->add_flag("--resume", args->resume,
-                "Continue an existing results file: skip the results it already holds and "
-                "continue unfinished jobs from their training snapshots");
+  auto* resume = cmd->add_flag("--resume", args->resume,
+                               "Continue an existing results file: skip the results it already "
+                               "holds and continue unfinished jobs from their training snapshots");
+  cmd->add_option("--redo", args->redo,
+                  "With --resume: run these agents (names in the config) again on every "
+                  "workload and seed, for example a baseline fixed since; each new result "
+                  "replaces the file's when it is written, so an interrupted redo loses nothing")
+      ->needs(resume)
+      ->allow_extra_args(false);
   cmd->add_flag("--overwrite", args->overwrite, "Replace an existing results file");
   auto* dry_run = cmd->add_flag(
       "--dry-run", args->dry_run,

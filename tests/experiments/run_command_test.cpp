@@ -221,6 +221,51 @@ TEST(RunCommandTest, AResumeIsRecordedAndTableWarnsWhenBudgetsMix) {
   EXPECT_FALSE(contains(csv.out, "Warning")) << csv.out;
 }
 
+// --redo: a resume runs the named agent again (here with another budget) and replaces its
+// rows; the other agents' rows stay as they were; an unknown name is an error naming it.
+TEST(RunCommandTest, RedoRunsTheNamedAgentAgainAndReplacesOnlyItsRows) {
+  auto dir = temp_dir();
+  const auto out = (dir / "r.h5").string();
+  auto first =
+      run_command(kGopt + " run " + write_config(dir, 3, "[1]").string() + " --out " + out);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const auto before = read_results_file(out);
+  const auto config = write_config(dir, 2, "[1]").string();
+
+  auto typo = run_command(kGopt + " run " + config + " --resume --redo hpd --out " + out);
+  EXPECT_EQ(typo.exit_code, 1) << typo.err;
+  EXPECT_TRUE(contains(typo.err, "--redo hpd: the config has no agent of that name")) << typo.err;
+  EXPECT_TRUE(contains(typo.err, config)) << typo.err;
+  auto alone = run_command(kGopt + " run " + config + " --redo hdp --out " + out);
+  EXPECT_NE(alone.exit_code, 0);
+  EXPECT_TRUE(contains(alone.err, "--resume")) << alone.err;
+
+  auto plan = run_command(kGopt + " run " + config + " --resume --redo hdp --dry-run --out " + out);
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_TRUE(contains(plan.out, "/ hdp / seed 1")) << plan.out;
+  EXPECT_FALSE(contains(plan.out, "/ metis / seed 1")) << plan.out;
+
+  auto redone = run_command(kGopt + " run " + config + " --resume --redo hdp --out " + out);
+  ASSERT_EQ(redone.exit_code, 0) << redone.err;
+  EXPECT_TRUE(contains(redone.out, "2 new results")) << redone.out;
+  const auto after = read_results_file(out);
+  ASSERT_EQ(after.results.size(), before.results.size());
+  for (const auto& r : after.results) {
+    SCOPED_TRACE(r.key.text());
+    const auto was = std::find_if(before.results.begin(), before.results.end(),
+                                  [&](const auto& b) { return b.key == r.key; });
+    ASSERT_NE(was, before.results.end());
+    if (r.key.agent == "hdp") {
+      ASSERT_TRUE(r.budget.has_value());
+      EXPECT_EQ(r.budget->max_steps, 2);
+      EXPECT_NE(r.provenance.command, was->provenance.command);
+    } else {
+      EXPECT_EQ(r.provenance, was->provenance);
+      EXPECT_EQ(r.best_step_time_s, was->best_step_time_s);
+    }
+  }
+}
+
 // Rows from two binaries: `gopt table` names both revisions and how many rows each wrote.
 TEST(TableCommandTest, WarnsWhenTheRowsMixRevisions) {
   auto dir = temp_dir();
