@@ -1,5 +1,7 @@
 #include "agents/placement_utils.h"
 
+#include <map>
+
 namespace gopt::agents {
 
 void apply_colocation(const core::CompiledGraph& graph, std::vector<core::DeviceId>& placement) {
@@ -13,6 +15,28 @@ void apply_colocation(const core::CompiledGraph& graph, std::vector<core::Device
     if (d < 0) d = placement[static_cast<std::size_t>(v)];
     placement[static_cast<std::size_t>(v)] = d;
   }
+}
+
+ScopeUnitKey scope_unit_key(const core::CompiledGraph& graph, core::NodeId v) {
+  const auto i = static_cast<std::size_t>(v);
+  std::string name = graph.node_names()[i];
+  const std::string gradients = "gradients/";
+  if (name.rfind(gradients, 0) == 0) name.erase(0, gradients.size());
+  const auto first = name.find('/');
+  if (graph.layer()[i] >= 0 && name.find("attention") == std::string::npos) {
+    return {0, name.substr(0, first), graph.layer()[i]};
+  }
+  if (first == std::string::npos) return {1, name, 0};
+  return {1, name.substr(0, name.find('/', first + 1)), 0};
+}
+
+std::vector<std::vector<core::NodeId>> scope_units(const core::CompiledGraph& graph) {
+  std::map<ScopeUnitKey, std::vector<core::NodeId>> units;
+  for (core::NodeId v = 0; v < graph.num_nodes(); ++v) units[scope_unit_key(graph, v)].push_back(v);
+  std::vector<std::vector<core::NodeId>> out;
+  out.reserve(units.size());
+  for (auto& [key, ops] : units) out.push_back(std::move(ops));
+  return out;
 }
 
 }  // namespace gopt::agents

@@ -1,6 +1,9 @@
 // Helpers shared by placement agents.
 #pragma once
 
+#include <cstdint>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/compiled_graph.h"
@@ -12,5 +15,18 @@ namespace gopt::agents {
 /// the group's lowest-id op (TensorFlow colocates a variable with its update ops; the
 /// variable is created first). Ops without a group keep their device.
 void apply_colocation(const core::CompiledGraph& graph, std::vector<core::DeviceId>& placement);
+
+/// What makes ops one scope unit, the part of a model a researcher moves whole: {0, top-level
+/// name scope, layer} for an op with a layer attribute outside attention scopes (an encoder
+/// or decoder LSTM layer, a Transformer block, a WaveNet layer, an Inception cell), {1,
+/// two-level name scope, 0} otherwise (`decoder/attention`, `encoder/embedding`, or the
+/// op's own name when it has no scope). Gradient ops (`gradients/...`) join the unit of
+/// the op they differentiate. GO's decision units and the search reference's scope moves.
+using ScopeUnitKey = std::tuple<int, std::string, std::int64_t>;
+[[nodiscard]] ScopeUnitKey scope_unit_key(const core::CompiledGraph& graph, core::NodeId v);
+
+/// The ops of every scope unit of `graph` (scope_unit_key), each list in node order, the
+/// units in the order of their keys.
+[[nodiscard]] std::vector<std::vector<core::NodeId>> scope_units(const core::CompiledGraph& graph);
 
 }  // namespace gopt::agents

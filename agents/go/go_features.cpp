@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "agents/placement_utils.h"
 #include "core/op_kind.h"
 
 namespace gopt::agents::go {
@@ -16,22 +17,9 @@ using core::NodeId;
 
 namespace {
 
-// What groups an op into a decision unit (GraphTensors::unit): {0, scope, layer} for a layered
-// op outside attention scopes, {1, two-level scope, 0} otherwise, {2, "", block} for an op
-// whose unit is too small.
-using UnitKey = std::tuple<int, std::string, std::int64_t>;
-
-UnitKey unit_key(const core::CompiledGraph& graph, NodeId v) {
-  const auto i = static_cast<std::size_t>(v);
-  std::string name = graph.node_names()[i];
-  if (name.rfind("gradients/", 0) == 0) name.erase(0, std::string("gradients/").size());
-  const auto first = name.find('/');
-  if (graph.layer()[i] >= 0 && name.find("attention") == std::string::npos) {
-    return {0, name.substr(0, first), graph.layer()[i]};
-  }
-  if (first == std::string::npos) return {1, name, 0};
-  return {1, name.substr(0, name.find('/', first + 1)), 0};
-}
+// What groups an op into a decision unit (GraphTensors::unit): its scope unit
+// (scope_unit_key), or {2, "", block} for an op whose scope unit is too small.
+using UnitKey = ScopeUnitKey;
 
 void add_units(const core::CompiledGraph& graph, const std::vector<NodeId>& order,
                GraphTensors& t) {
@@ -39,7 +27,7 @@ void add_units(const core::CompiledGraph& graph, const std::vector<NodeId>& orde
   std::vector<UnitKey> keys;
   keys.reserve(order.size());
   std::map<UnitKey, std::int64_t> count;
-  for (const NodeId v : order) ++count[keys.emplace_back(unit_key(graph, v))];
+  for (const NodeId v : order) ++count[keys.emplace_back(scope_unit_key(graph, v))];
   // Small units become blocks of consecutive positions: at most 64 ops, at least 64 blocks.
   const std::int64_t block = std::clamp<std::int64_t>(n / 64, 1, 64);
   std::map<UnitKey, std::int64_t> ids;

@@ -153,10 +153,12 @@ class AnnealingAgent final : public Agent {
     if (options_.search_fusion && !d.fusion) d.fusion = std::vector<std::int32_t>(n, 0);
   }
 
-  // Colocation groups and layers as lists of ops, for whole-unit moves.
+  // Colocation groups, layers and scope units as lists of ops, for whole-unit moves.
   void index_units(const core::CompiledGraph& g) {
     groups_.clear();
     layers_.clear();
+    scopes_.clear();
+    if (options_.scope_moves) scopes_ = scope_units(g);
     std::map<std::int32_t, std::vector<NodeId>> groups;
     std::map<std::int32_t, std::vector<NodeId>> layers;
     for (NodeId v = 0; v < g.num_nodes(); ++v) {
@@ -169,8 +171,8 @@ class AnnealingAgent final : public Agent {
   }
 
   // One random move on `d`: which task (placement, priority, fusion) uniformly among the
-  // searched ones; a placement move takes a colocation group, a layer or a block of
-  // consecutive ops to another device.
+  // searched ones; a placement move takes a colocation group, a layer, a scope unit or a
+  // block of consecutive ops to another device.
   void move(core::Decision& d, const Problem& problem, core::Rng& rng) const {
     const core::CompiledGraph& g = problem.graph;
     const auto& order = g.topological_order();
@@ -193,6 +195,7 @@ class AnnealingAgent final : public Agent {
       std::vector<int> kinds = {2};
       if (!groups_.empty()) kinds.push_back(0);
       if (!layers_.empty()) kinds.push_back(1);
+      if (!scopes_.empty()) kinds.push_back(3);
       const int kind = kinds[static_cast<std::size_t>(
           rng.uniform_int(0, static_cast<std::int64_t>(kinds.size()) - 1))];
       std::vector<NodeId> ops;
@@ -202,6 +205,9 @@ class AnnealingAgent final : public Agent {
       } else if (kind == 1) {
         ops = layers_[static_cast<std::size_t>(
             rng.uniform_int(0, static_cast<std::int64_t>(layers_.size()) - 1))];
+      } else if (kind == 3) {
+        ops = scopes_[static_cast<std::size_t>(
+            rng.uniform_int(0, static_cast<std::int64_t>(scopes_.size()) - 1))];
       } else {
         ops = block();
       }
@@ -224,6 +230,7 @@ class AnnealingAgent final : public Agent {
   AnnealingOptions options_;
   std::vector<std::vector<NodeId>> groups_;
   std::vector<std::vector<NodeId>> layers_;
+  std::vector<std::vector<NodeId>> scopes_;
   core::Decision best_;
   const core::CompiledGraph* trained_graph_ = nullptr;
   DeviceId devices_ = 0;
@@ -281,6 +288,9 @@ void register_annealing(AgentRegistry& registry) {
                   "initial_temperature)",
                   0, 100)
           .integer("max_block", &A::max_block, "most consecutive ops one block move takes", 1, 1e6)
+          .flag("scope_moves", &A::scope_moves,
+                "placement moves also take whole scope units (a layer of one scope, the "
+                "attention, the softmax)")
           .integer("restart_after", &A::restart_after,
                    "samples without a new best before returning to the best (0: a tenth of the "
                    "budget)",

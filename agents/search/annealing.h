@@ -6,7 +6,8 @@
 // search from the best known strategy. It learns nothing: it answers "what does the
 // simulator allow within the samples GO gets?".
 //
-// Moves: a whole colocation group, a whole layer (the workload's `layer` metadata) or a
+// Moves: a whole colocation group, a whole layer (the workload's `layer` metadata), a whole
+// scope unit (agents/placement_utils.h: an encoder layer, the attention, the softmax) or a
 // block of consecutive ops in topological order goes to another device; with `tasks`
 // including scheduling or fusion, a block's priorities or fusion levels change too.
 // Every start and every move costs one sample: the budget counts them all.
@@ -45,6 +46,9 @@ struct AnnealingOptions {
   double initial_temperature = 0.05;
   double final_temperature = 0.001;
   std::int64_t max_block = 64;  ///< most ops one block move takes
+  /// Placement moves also take whole scope units (scope_units), the parts of a model that
+  /// name scopes delimit; off: colocation groups, layers and blocks only.
+  bool scope_moves = true;
   /// Samples without a new best before the search returns to the best decision (0: a
   /// tenth of the budget).
   std::int64_t restart_after = 0;

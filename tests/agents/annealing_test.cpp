@@ -7,7 +7,9 @@
 #include <limits>
 
 #include "agents/decision_utils.h"
+#include "agents/placement_utils.h"
 #include "core/errors.h"
+#include "core/graph.h"
 #include "tests/agents/agents_test_util.h"
 
 namespace gopt::agents::search {
@@ -100,6 +102,47 @@ TEST(AnnealingTest, FindsAPlacementBetterThanOneDevice) {
   agent->train(env, TrainBudget().with_steps(10), nullptr);
   const double single = evaluate(f.problem, core::Decision{});
   EXPECT_LT(evaluate(f.problem, agent->propose(f.problem)), 0.8 * single);
+}
+
+// Four heavy chains, each one two-level name scope ("model/chain2/op5"), interleaved in topological
+// order, with no layer attribute: a block of consecutive ops cuts across every chain, a scope unit
+// is one whole chain. Scope moves find one chain per device from one device; without them
+// the search is left with blocks that cut every chain.
+core::Graph scoped_chains(int chains, int length) {
+  core::GraphBuilder b("scoped_chains");
+  auto in = b.add("input/x", "Placeholder").output({256, 1024});
+  std::vector<core::NodeId> prev(static_cast<std::size_t>(chains), in);
+  for (int i = 0; i < length; ++i) {
+    for (int c = 0; c < chains; ++c) {
+      auto n = b.add("model/chain" + std::to_string(c) + "/op" + std::to_string(i), "MatMul")
+                   .output({256, 1024})
+                   .flops(2.0 * 256 * 1024 * 1024 * 8);
+      b.connect(prev[static_cast<std::size_t>(c)], n);
+      prev[static_cast<std::size_t>(c)] = n;
+    }
+  }
+  auto sum = b.add("output/sum", "AddN").output({256, 1024});
+  for (auto p : prev) b.connect(p, sum);
+  return std::move(b).build();
+}
+
+TEST(AnnealingTest, ScopeMovesTakeWholeNamedPartsOfTheModel) {
+  const auto units = scope_units(core::CompiledGraph::compile(scoped_chains(4, 6)));
+  ASSERT_EQ(units.size(), 6u);  // input, four chains, output
+  ProblemFixture f(scoped_chains(4, 24), "p100x4_pcie");
+  const double single = evaluate(f.problem, core::Decision{});
+  for (std::uint64_t seed : {1, 2, 3}) {
+    auto search = [&](const char* scopes) {
+      auto agent = create(
+          {{"starts", "single_device"}, {"seed", std::to_string(seed)}, {"scope_moves", scopes}});
+      Environment env(f.problem);
+      agent->train(env, TrainBudget().with_steps(4), nullptr);
+      return evaluate(f.problem, agent->propose(f.problem));
+    };
+    const double with_scopes = search("true");
+    EXPECT_LT(with_scopes, 0.4 * single) << "seed " << seed;  // optimum: about a quarter
+    EXPECT_LT(with_scopes, search("false")) << "seed " << seed;
+  }
 }
 
 TEST(AnnealingTest, SearchesPrioritiesAndFusionWhenAsked) {
