@@ -2,8 +2,7 @@
 # Runs the paper's full experiment configs (Tables 3, 1 and 2, in that order) into
 # results/, continuing whatever an earlier call left unfinished: finished results are
 # skipped and GO jobs continue from their training snapshots (docs/config.md "Resuming"),
-# so the hours the full configs need (README: about five on two cores) can be spread over
-# shorter runs.
+# so the hours the full configs need (README) can be spread over shorter runs.
 # Stop it at any time with Ctrl-C (or SIGTERM); call it again to continue. The results
 # files, snapshots and checkpoints of these three configs are not ignored by git: commit
 # them (git add results/) to continue a run from another clone.
