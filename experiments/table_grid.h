@@ -90,9 +90,15 @@ struct Best {
 
 /// Summary of subject `label` (an agent, or "the best GO agent") against a paper reference
 /// and the per-workload best baseline: both averages and how often it is ahead.
+/// With `vs_paper_best` (a table that has the search reference), also the average against
+/// the best of the paper's baselines, the search reference left out.
 [[nodiscard]] std::string summary_line(const std::string& label, const std::string& reference,
                                        const std::vector<double>& vs_reference,
-                                       const std::vector<double>& vs_best);
+                                       const std::vector<double>& vs_best,
+                                       const std::vector<double>* vs_paper_best = nullptr);
+
+/// The search reference (an `annealing` agent): not one of the paper's baselines.
+[[nodiscard]] bool is_search_reference(const ResultAgent& a);
 
 /// The note under a table with best-baseline columns; `go`: the subjects are GO agents.
 [[nodiscard]] std::string best_baseline_note(bool go);
