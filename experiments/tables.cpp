@@ -159,9 +159,13 @@ std::vector<std::string> provenance_warnings(const ResultsFile& file) {
     return s;
   };
   Counts revisions;
+  Counts cpu_paths;                                     // of the learners' rows
   std::vector<std::pair<std::string, Counts>> budgets;  // by agent label
   for (const auto& r : file.results) {
     if (!r.provenance.git_revision.empty()) count(revisions, r.provenance.git_revision);
+    if (r.learner && !r.provenance.cpu_numerics.empty()) {
+      count(cpu_paths, r.provenance.cpu_numerics);
+    }
     if (!r.budget) continue;
     auto agent = std::find_if(budgets.begin(), budgets.end(),
                               [&](const auto& b) { return b.first == r.key.agent; });
@@ -173,6 +177,12 @@ std::vector<std::string> provenance_warnings(const ResultsFile& file) {
     warnings.push_back(
         "the results come from " + std::to_string(revisions.size()) +
         " git revisions, which may simulate or train differently: " + listed(revisions));
+  }
+  if (cpu_paths.size() > 1) {
+    warnings.push_back("the learners' results come from " + std::to_string(cpu_paths.size()) +
+                       " CPU code paths, whose float rounding sends training along different paths "
+                       "(docs/agents.md \"Determinism and CPU code paths\"): " +
+                       listed(cpu_paths));
   }
   for (const auto& [agent, counts] : budgets) {
     if (counts.size() > 1) {

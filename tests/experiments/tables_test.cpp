@@ -437,5 +437,25 @@ TEST(ProvenanceWarningsTest, OnlyMixedRevisionsOrOneAgentsMixedBudgetsWarn) {
             "other: steps 100 (1 result); steps 100, samples 400, seconds 1.5 (1 result)");
 }
 
+// A learner trained on another CPU code path (OpenBLAS's kernels for another CPU, say)
+// may have followed another path: a warning; a baseline on another path is the same result.
+TEST(ProvenanceWarningsTest, LearnersOnMixedCpuPathsWarn) {
+  auto file =
+      fixture({{"w1", "hdp", "hdp", 10}, {"w2", "hdp", "hdp", 10}, {"w1", "metis", "metis", 10}});
+  for (auto& r : file.results) {
+    r.provenance.cpu_numerics = "OpenBLAS SkylakeX";
+    r.learner = r.key.agent == "hdp";
+  }
+  file.results[2].provenance.cpu_numerics = "OpenBLAS Cooperlake";  // metis: no learner
+  EXPECT_TRUE(provenance_warnings(file).empty());
+  file.results[1].provenance.cpu_numerics = "OpenBLAS Cooperlake";
+  const auto warnings = provenance_warnings(file);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0],
+            "the learners' results come from 2 CPU code paths, whose float rounding sends "
+            "training along different paths (docs/agents.md \"Determinism and CPU code "
+            "paths\"): OpenBLAS SkylakeX (1 result); OpenBLAS Cooperlake (1 result)");
+}
+
 }  // namespace
 }  // namespace gopt::experiments
