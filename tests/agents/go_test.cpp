@@ -1044,42 +1044,42 @@ class StopAfter final : public TrainingObserver {
   std::size_t limit_;
 };
 
-// A training run stopped after 3 updates and resumed from its snapshot ends exactly where
-// the uninterrupted run does: curve, best time and decision (go_multitask: all three tasks,
-// both random streams, the optimizer state and the reward reference come back).
-TEST_F(GoCheckpointTest, StoppedTrainingResumesFromItsSnapshotAsIfNeverStopped) {
-  testing::ProblemFixture f(parallel_chains(3, 4), "p100x4_pcie", 2);
+// Trains `agent` on `problem` for `steps` updates three times: whole; stopped after
+// `stop_after` updates, writing its snapshot at `snapshot`; and resumed from that snapshot.
+// The resumed run must end exactly where the whole one does: every curve point (the
+// restored ones replayed first), the samples, the best time and the proposed decision.
+void expect_resume_as_if_never_stopped(const Problem& problem, const std::string& agent,
+                                       const std::map<std::string, std::string>& options,
+                                       std::int64_t steps, std::size_t stop_after,
+                                       const std::string& snapshot) {
   AgentRegistry r;
   register_builtin_agents(r);
-  const std::map<std::string, std::string> options = {
-      {"hidden", "16"}, {"segment_length", "4"}, {"seed", "3"}, {"samples_per_step", "4"}};
-  const TrainBudget budget = TrainBudget().with_steps(6);
+  const TrainBudget budget = TrainBudget().with_steps(steps);
   TrainSnapshots snapshots;
-  snapshots.path = (dir_ / "job.pt").string();
-  snapshots.identity = "chains / go_multitask / seed 3";
+  snapshots.path = snapshot;
+  snapshots.identity = "job / " + agent;
   snapshots.interval_s = 1e9;  // only the snapshot written when stopped
 
-  auto whole = r.create("go_multitask", options);
-  Environment whole_env(f.problem);
+  auto whole = r.create(agent, options);
+  Environment whole_env(problem);
   Curve whole_curve;
   whole->train(whole_env, budget, &whole_curve);
-  ASSERT_EQ(whole_curve.points.size(), 6u);
+  ASSERT_EQ(whole_curve.points.size(), static_cast<std::size_t>(steps));
 
-  auto first = r.create("go_multitask", options);
+  auto first = r.create(agent, options);
   first->set_snapshots(snapshots);
-  Environment first_env(f.problem);
-  StopAfter stop(3);
+  Environment first_env(problem);
+  StopAfter stop(stop_after);
   EXPECT_THROW(first->train(first_env, budget, &stop), StopAfter::Stopped);
   ASSERT_TRUE(std::filesystem::exists(snapshots.path));
 
-  auto second = r.create("go_multitask", options);
+  auto second = r.create(agent, options);
   second->set_snapshots(snapshots);
-  Environment second_env(f.problem);
+  Environment second_env(problem);
   Curve resumed;
   second->train(second_env, budget, &resumed);
-  // The three restored points are replayed first, then the three new ones follow.
-  ASSERT_EQ(resumed.points.size(), 6u);
-  for (std::size_t i = 0; i < 6; ++i) {
+  ASSERT_EQ(resumed.points.size(), whole_curve.points.size());
+  for (std::size_t i = 0; i < resumed.points.size(); ++i) {
     EXPECT_EQ(resumed.points[i].step, whole_curve.points[i].step);
     EXPECT_EQ(resumed.points[i].samples, whole_curve.points[i].samples);
     EXPECT_EQ(resumed.points[i].mean_step_time_s, whole_curve.points[i].mean_step_time_s) << i;
@@ -1087,52 +1087,37 @@ TEST_F(GoCheckpointTest, StoppedTrainingResumesFromItsSnapshotAsIfNeverStopped) 
   }
   EXPECT_EQ(second_env.samples(), whole_env.samples());
   EXPECT_EQ(second_env.best_step_time_s(), whole_env.best_step_time_s());
-  const auto a = whole->propose(f.problem);
-  const auto b = second->propose(f.problem);
+  const auto a = whole->propose(problem);
+  const auto b = second->propose(problem);
   EXPECT_EQ(a.placement, b.placement);
   EXPECT_EQ(a.priority, b.priority);
   EXPECT_EQ(a.fusion, b.fusion);
 }
 
-// A run stopped during the handover resumes on the same schedule: the blend is a function
-// of the update's number, and the snapshot holds the policy's own (per-op) options.
+// A training run stopped after 3 updates and resumed from its snapshot ends exactly where
+// the uninterrupted run does: curve, best time and decision (go_multitask: all three tasks,
+// both random streams, the optimizer state and the reward reference come back).
+TEST_F(GoCheckpointTest, StoppedTrainingResumesFromItsSnapshotAsIfNeverStopped) {
+  testing::ProblemFixture f(parallel_chains(3, 4), "p100x4_pcie", 2);
+  expect_resume_as_if_never_stopped(
+      f.problem, "go_multitask",
+      {{"hidden", "16"}, {"segment_length", "4"}, {"seed", "3"}, {"samples_per_step", "4"}}, 6, 3,
+      (dir_ / "job.pt").string());
+}
+
+// A run stopped during the handover (updates 2 to 4) resumes on the same schedule: the
+// blend is a function of the update's number, and the snapshot holds the policy's own
+// (per-op) options.
 TEST_F(GoCheckpointTest, StoppedHandoverResumesAsIfNeverStopped) {
   testing::ProblemFixture f(unit_graph(), "p100x2_pcie", 1);
-  AgentRegistry r;
-  register_builtin_agents(r);
-  const std::map<std::string, std::string> options = {
-      {"hidden", "16"}, {"segment_length", "8"}, {"samples_per_step", "4"},
-      {"seed", "3"},    {"unit_phase", "2"},     {"unit_handover", "3"}};
-  const TrainBudget budget = TrainBudget().with_steps(7);
-  TrainSnapshots snapshots;
-  snapshots.path = (dir_ / "handover.pt").string();
-  snapshots.identity = "units / go_one / seed 3";
-  snapshots.interval_s = 1e9;
-
-  auto whole = r.create("go_one", options);
-  Environment whole_env(f.problem);
-  Curve whole_curve;
-  whole->train(whole_env, budget, &whole_curve);
-  ASSERT_EQ(whole_curve.points.size(), 7u);
-
-  auto first = r.create("go_one", options);
-  first->set_snapshots(snapshots);
-  Environment first_env(f.problem);
-  StopAfter stop(3);  // inside the handover (updates 2 to 4)
-  EXPECT_THROW(first->train(first_env, budget, &stop), StopAfter::Stopped);
-  ASSERT_TRUE(std::filesystem::exists(snapshots.path));
-
-  auto second = r.create("go_one", options);
-  second->set_snapshots(snapshots);
-  Environment second_env(f.problem);
-  Curve resumed;
-  second->train(second_env, budget, &resumed);
-  ASSERT_EQ(resumed.points.size(), 7u);
-  for (std::size_t i = 0; i < 7; ++i) {
-    EXPECT_EQ(resumed.points[i].mean_step_time_s, whole_curve.points[i].mean_step_time_s) << i;
-    EXPECT_EQ(resumed.points[i].best_step_time_s, whole_curve.points[i].best_step_time_s) << i;
-  }
-  EXPECT_EQ(whole->propose(f.problem).placement, second->propose(f.problem).placement);
+  expect_resume_as_if_never_stopped(f.problem, "go_one",
+                                    {{"hidden", "16"},
+                                     {"segment_length", "8"},
+                                     {"samples_per_step", "4"},
+                                     {"seed", "3"},
+                                     {"unit_phase", "2"},
+                                     {"unit_handover", "3"}},
+                                    7, 3, (dir_ / "handover.pt").string());
 }
 
 // A snapshot of another job (identity), or a file that is not a snapshot, is not used:

@@ -39,25 +39,12 @@ using gopt::core::DeviceId;
 using gopt::core::NodeId;
 using Units = std::vector<std::pair<std::string, std::vector<NodeId>>>;
 
-std::string strip_gradients(const std::string& name) {
-  const std::string prefix = "gradients/";
-  return name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : name;
-}
-
+// A scope unit (agents/placement_utils.h) as a label: "encoder/layer 2", "decoder/attention".
 Units layer_units(const gopt::core::CompiledGraph& g) {
   std::map<std::string, std::vector<NodeId>> units;
   for (NodeId v = 0; v < g.num_nodes(); ++v) {
-    const auto i = static_cast<std::size_t>(v);
-    const std::string name = strip_gradients(g.node_names()[i]);
-    const std::string section = name.substr(0, name.find('/'));
-    std::string key;
-    if (g.layer()[i] >= 0 && name.find("attention") == std::string::npos) {
-      key = section + "/layer " + std::to_string(g.layer()[i]);
-    } else {
-      auto second = name.find('/', section.size() + 1);
-      key = name.substr(0, second);
-    }
-    units[key].push_back(v);
+    const auto [kind, scope, layer] = gopt::agents::scope_unit_key(g, v);
+    units[kind == 0 ? scope + "/layer " + std::to_string(layer) : scope].push_back(v);
   }
   // Scopes of fewer than 20 ops (train_op, loss scalars) join one "misc" unit.
   Units out;
