@@ -118,6 +118,7 @@ std::string render_report(const ResultsFile& file, const ReportOptions& options)
   history_section(out, m);
   out << "\n";
   for (const auto& w : provenance_warnings(file)) out << "> **Warning:** " << w << "\n\n";
+  if (!options.note.empty()) out << "> **Note:** " << options.note << "\n\n";
   out << render_tables(build_tables(file), TableFormat::kMarkdown);
   if (!m.config_yaml.empty()) {
     out << "\n## Config (resolved)\n\n```yaml\n" << m.config_yaml;

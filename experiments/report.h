@@ -14,6 +14,8 @@ namespace gopt::experiments {
 struct ReportOptions {
   /// The command that makes the page again ("gopt report results/x.h5 --out docs/x.md").
   std::string regenerate;
+  /// A note printed above the tables ("": none), e.g. bound_refresh_note().
+  std::string note;
 };
 
 /// The page for `file`: a title, the provenance of its first run and of every run into it,

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/errors.h"
+#include "experiments/bound_refresh.h"
 #include "experiments/cli.h"
 #include "experiments/hdf5_sink.h"
 #include "experiments/report.h"
@@ -18,13 +19,16 @@ namespace {
 struct ReportArgs {
   std::string file;
   std::string out;
+  bool recompute_bounds = false;
 };
 
 int write_report(const ReportArgs& args, CliContext& ctx) {
-  const ResultsFile file = read_results_file(args.file);
+  ResultsFile file = read_results_file(args.file);
   ReportOptions options;
   options.regenerate = "gopt report " + portable_path(args.file) +
-                       (args.out.empty() ? "" : " --out " + portable_path(args.out));
+                       (args.out.empty() ? "" : " --out " + portable_path(args.out)) +
+                       (args.recompute_bounds ? " --recompute-bounds" : "");
+  if (args.recompute_bounds) options.note = bound_refresh_note(recompute_lower_bounds(file));
   const std::string page = render_report(file, options);
   if (args.out.empty()) {
     ctx.out << page;
@@ -55,6 +59,9 @@ void add_report_command(CLI::App& app, CliContext& context) {
       "command and libraries that made them (docs/results/)");
   cmd->add_option("results", args->file, "Results file (HDF5) written by `gopt run`")->required();
   cmd->add_option("--out", args->out, "Page to write (default: print it)");
+  cmd->add_flag("--recompute-bounds", args->recompute_bounds,
+                "Recompute each workload's lower bound with this gopt from the file's config "
+                "and use it where it is tighter than the stored one (the page says so)");
   cmd->callback([&context, args] {
     context.action = [&context, args] { return write_report(*args, context); };
   });

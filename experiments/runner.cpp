@@ -65,12 +65,7 @@ void load_graphs(const Plan& plan, std::map<std::string, core::CompiledGraph>& g
                           return !j.training_set && j.rows.front().workload == &w;
                         });
     if (!needed) continue;
-    datasets::LoadOptions load;
-    load.overrides = w.overrides;
-    load.onnx_batch = w.onnx_batch;
-    load.onnx_training = w.onnx_training;
-    graphs.emplace(w.name,
-                   core::CompiledGraph::compile(datasets::load_graph(w.graph, workloads, load)));
+    graphs.emplace(w.name, compile_workload(w, workloads));
   }
 }
 
@@ -81,6 +76,15 @@ std::map<std::string, double> ops_of(const std::map<std::string, core::CompiledG
 }
 
 }  // namespace
+
+core::CompiledGraph compile_workload(const WorkloadConfig& workload,
+                                     const datasets::WorkloadRegistry& registry) {
+  datasets::LoadOptions load;
+  load.overrides = workload.overrides;
+  load.onnx_batch = workload.onnx_batch;
+  load.onnx_training = workload.onnx_training;
+  return core::CompiledGraph::compile(datasets::load_graph(workload.graph, registry, load));
+}
 
 std::string snapshot_dir_for(const std::string& results_file) {
   std::string stem = results_file;

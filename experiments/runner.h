@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "agents/learner_group.h"
+#include "core/compiled_graph.h"
 #include "experiments/config.h"
 #include "experiments/plan.h"
 #include "experiments/result_sink.h"
@@ -120,6 +121,11 @@ struct RunSummary {
 /// Where `gopt run` keeps the training snapshots of a results file's unfinished jobs:
 /// "results/x.h5" -> "results/x.snapshots".
 [[nodiscard]] std::string snapshot_dir_for(const std::string& results_file);
+
+/// The compiled graph of a config's workload (a suite graph with its `set:` overrides, a
+/// graph file or an ONNX model). Throws as datasets::load_graph.
+[[nodiscard]] core::CompiledGraph compile_workload(const WorkloadConfig& workload,
+                                                   const datasets::WorkloadRegistry& registry);
 
 /// Runs every job of `config` not in `options.done`, writing each result to `sink` as it
 /// finishes: builds the plan of the jobs and the artifacts they pass (experiments/plan.h),

@@ -7,6 +7,7 @@
 
 #include "core/errors.h"
 #include "core/strings.h"
+#include "experiments/bound_refresh.h"
 #include "experiments/cli.h"
 #include "experiments/hdf5_sink.h"
 #include "experiments/tables.h"
@@ -18,10 +19,13 @@ struct TableArgs {
   std::string file;
   std::string format = "markdown";
   std::string table;
+  bool recompute_bounds = false;
 };
 
 int print_tables(const TableArgs& args, CliContext& ctx) {
   ResultsFile file = read_results_file(args.file);
+  std::string note;
+  if (args.recompute_bounds) note = bound_refresh_note(recompute_lower_bounds(file));
   auto tables = build_tables(file);
   if (!args.table.empty()) {
     std::vector<Table> chosen;
@@ -44,6 +48,9 @@ int print_tables(const TableArgs& args, CliContext& ctx) {
   const bool csv = args.format == "csv";
   if (!csv) {
     for (const auto& w : warnings) ctx.out << "> **Warning:** " << w << "\n\n";
+    if (!note.empty()) ctx.out << "> **Note:** " << note << "\n\n";
+  } else if (!note.empty()) {
+    ctx.err << "gopt: note: " << note << "\n";
   }
   ctx.out << render_tables(tables, csv ? TableFormat::kCsv : TableFormat::kMarkdown);
   if (file.incomplete > 0) {
@@ -65,6 +72,9 @@ void add_table_command(CLI::App& app, CliContext& context) {
   cmd->add_option("--format", args->format, "markdown or csv")
       ->check(CLI::IsMember({"markdown", "csv"}))
       ->capture_default_str();
+  cmd->add_flag("--recompute-bounds", args->recompute_bounds,
+                "Recompute each workload's lower bound with this gopt from the file's config "
+                "and use it where it is tighter than the stored one (a note says so)");
   cmd->add_option("--table", args->table,
                   "Print one table: placement, generalization, multitask or validation");
   cmd->callback([&context, args] {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <numeric>
 #include <vector>
 
@@ -62,11 +63,118 @@ void longest_paths(const core::CompiledGraph& g, const std::vector<Seconds>& tim
   }
 }
 
+// One device's operands of an op: jobs released at r_j (a lower bound on when operand j can
+// start) taking p_j, on `streams` identical streams. The last of them ends no earlier than
+// max_j (r_j + max(p_j, the work released at or after r_j / streams)); with one stream
+// that is the makespan of release-date order, which is optimal (1|r_j|C_max).
+class OperandsOnOneDevice {
+ public:
+  explicit OperandsOnOneDevice(double streams) : streams_(streams) {}
+  void add(Seconds release, Seconds time) {
+    jobs_.push_back({release, time});
+    end_ = std::max(end_, release + time);
+    // The work released at or after each release date grows by `time` where release >= it.
+    for (const auto& j : jobs_) {
+      if (release < j.release) continue;
+      Seconds later = 0;
+      for (const auto& i : jobs_) later += i.release >= j.release ? i.time : 0;
+      end_ = std::max(end_, j.release + later / streams_);
+    }
+  }
+  [[nodiscard]] Seconds end() const { return end_; }
+
+ private:
+  struct Job {
+    Seconds release;
+    Seconds time;
+  };
+  double streams_;
+  std::vector<Job> jobs_;
+  Seconds end_ = 0;
+};
+
+// Communication-aware earliest starts. Op v starts after each operand producer u has
+// finished, plus the transfer when u is on another device; the producers that share v's
+// device run on its streams one after another. So for the set S of producers beside v,
+// start(v) >= max(max over u outside S of (start(u) + t(u) + x(u, v)), the end of S on one
+// device), minimised over S. Sorting the producers by their remote arrival
+// a(u) = start(u) + t(u) + x(u, v) in decreasing order, the best S of each size is a
+// prefix (the end of S only grows with S), so the minimum is over n + 1 prefixes.
+//
+// With `reversed`, the same on the reversed graph: a bound on the time from each op's end
+// to the step's end, less its own time (operands become consumers, which start after the
+// op's end plus their transfer and share its device's streams the same way).
+std::vector<Seconds> communication_starts(const core::CompiledGraph& g,
+                                          const std::vector<Seconds>& time,
+                                          const std::function<Seconds(core::Bytes)>& transfer_s,
+                                          double streams, bool reversed) {
+  std::vector<Seconds> start(at(g.num_nodes()), 0);
+  struct Producer {
+    Seconds arrival;  // start + time + the slowest of its transfers to v
+    Seconds release;  // its start
+    Seconds time;
+    NodeId node;
+  };
+  std::vector<Producer> producers;
+  const auto& order = g.topological_order();
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const NodeId v = reversed ? order[order.size() - 1 - i] : order[i];
+    producers.clear();
+    const auto add = [&](NodeId u, core::Bytes bytes) {
+      producers.push_back(
+          {start[at(u)] + time[at(u)] + transfer_s(bytes), start[at(u)], time[at(u)], u});
+    };
+    if (reversed) {
+      for (auto e = g.out_begin(v); e < g.out_end(v); ++e) add(g.out_target(e), g.edge_bytes(e));
+    } else {
+      for (auto s = g.in_begin(v); s < g.in_end(v); ++s) {
+        add(g.in_source(s), g.edge_bytes(g.in_edge(s)));
+      }
+    }
+    if (producers.empty()) continue;
+    // One entry per producer (several tensors from one producer: the slowest transfer).
+    std::sort(producers.begin(), producers.end(),
+              [](const Producer& x, const Producer& y) { return x.node < y.node; });
+    std::size_t kept = 0;
+    for (const auto& p : producers) {
+      if (kept > 0 && producers[kept - 1].node == p.node) {
+        producers[kept - 1].arrival = std::max(producers[kept - 1].arrival, p.arrival);
+      } else {
+        producers[kept++] = p;
+      }
+    }
+    producers.resize(kept);
+    std::sort(producers.begin(), producers.end(),
+              [](const Producer& x, const Producer& y) { return x.arrival > y.arrival; });
+    // Quadratic in the fan-in per prefix step; past kExact operands the rest are taken as
+    // remote-or-local by the cheaper of the two only (still a lower bound).
+    constexpr std::size_t kExact = 64;
+    OperandsOnOneDevice beside(streams);
+    Seconds best = producers.front().arrival;  // S empty: every producer remote
+    for (std::size_t k = 0; k < producers.size() && k < kExact; ++k) {
+      beside.add(producers[k].release, producers[k].time);
+      const Seconds remote = k + 1 < producers.size() ? producers[k + 1].arrival : 0;
+      best = std::min(best, std::max(remote, beside.end()));
+    }
+    if (producers.size() > kExact) {
+      // Larger S: their end is at least the largest start + time among them.
+      Seconds local = beside.end();
+      for (std::size_t k = kExact; k < producers.size(); ++k) {
+        local = std::max(local, producers[k].release + producers[k].time);
+        const Seconds remote = k + 1 < producers.size() ? producers[k + 1].arrival : 0;
+        best = std::min(best, std::max(remote, local));
+      }
+    }
+    start[at(v)] = best;
+  }
+  return start;
+}
+
 }  // namespace
 
 Seconds LowerBounds::best_s() const {
   const Seconds either = std::min(single_device_s, split_s);
-  const Seconds basic = std::max({critical_path_s, work_s, colocation_s});
+  const Seconds basic = std::max({critical_path_s, work_s, colocation_s, communication_path_s});
   return either < std::numeric_limits<Seconds>::infinity() ? std::max(either, basic) : basic;
 }
 
@@ -175,6 +283,20 @@ LowerBounds compute_lower_bounds(const core::CompiledGraph& graph, const hardwar
     }
   }
   b.cut_path_s = joined + 1 == n ? smallest : 0;
+
+  // Communication paths: the earliest start of each op and the least time from its start
+  // to the end, each counting the transfers or the serialisation its neighbours force.
+  {
+    int most_streams = 1;
+    for (DeviceId d = 0; d < devices; ++d) {
+      most_streams = std::max(most_streams, cluster.device(d).compute_streams);
+    }
+    const auto starts = communication_starts(graph, fastest, transfer_s, most_streams, false);
+    const auto after = communication_starts(graph, fastest, transfer_s, most_streams, true);
+    for (std::size_t v = 0; v < n; ++v) {
+      b.communication_path_s = std::max(b.communication_path_s, starts[v] + fastest[v] + after[v]);
+    }
+  }
   b.split_s = std::max({b.critical_path_s, b.work_s, b.cut_path_s});
 
   // Forced colocation: after merging edges [0, i) (weights w_0 >= ... >= w_{i-1}) the

@@ -48,6 +48,11 @@ struct LowerBounds {
   /// on a cluster of identical devices and much tighter when small cuts leave most of the
   /// work together. 0 when no T passes (nothing fits; then best_s uses the others).
   Seconds colocation_s = 0;
+  /// The longest path with the transfers or the serialisation each op's neighbours force:
+  /// an op starts after its producers end, plus a transfer for each producer on another
+  /// device, while the producers beside it run one after another on its device's streams;
+  /// and symmetrically for its consumers. At least critical_path_s; 0 on one device.
+  Seconds communication_path_s = 0;
   /// No device can hold the graph: its parameters plus the output of some op exceed every
   /// device's capacity, so every placement that fits in memory is split.
   bool split_forced = false;
@@ -59,7 +64,8 @@ struct LowerBounds {
 };
 
 /// Computes every bound of `graph` on `cluster` with `cost_model`'s op and link times:
-/// O(N x device types + E log E + E x device pairs).
+/// O(N x device types + E log E + E x device pairs), plus the communication path's
+/// O(sum over ops of min(fan, 64)^3) for fan-in and fan-out.
 [[nodiscard]] LowerBounds compute_lower_bounds(const core::CompiledGraph& graph,
                                                const hardware::Cluster& cluster,
                                                const hardware::CostModel& cost_model);

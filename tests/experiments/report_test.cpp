@@ -41,7 +41,9 @@ TEST(ReportTest, APageHasTheProvenanceTheTablesAndTheConfig) {
   file.metadata.provenance.command = "/srv/someone/build/bin/gopt run /srv/someone/f.yaml";
   file.metadata.provenance.git_revision = "abc1234";
   file.metadata.provenance.gopt_version = "0.1.0";
-  const std::string page = render_report(file, {"gopt report results/f.h5 --out docs/f.md"});
+  ReportOptions options;
+  options.regenerate = "gopt report results/f.h5 --out docs/f.md";
+  const std::string page = render_report(file, options);
   EXPECT_TRUE(contains(page, "# Results: ")) << page;
   EXPECT_TRUE(contains(page, "Made with `gopt report results/f.h5 --out docs/f.md`")) << page;
   EXPECT_TRUE(contains(page, "| command | `gopt run f.yaml` |")) << page;

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "core/errors.h"
+#include "experiments/bound_refresh.h"
 #include "experiments/config.h"
 #include "experiments/hdf5_sink.h"
 #include "tests/support/files.h"
@@ -292,6 +293,53 @@ TEST(TableCommandTest, WarnsWhenTheRowsMixRevisions) {
       "aaaa111 (2 results); bbbb222 (1 result)";
   EXPECT_TRUE(contains(table.err, warning)) << table.err;
   EXPECT_TRUE(contains(table.out, "> **Warning:** " + warning)) << table.out;
+}
+
+// --recompute-bounds: this build's bounds from the file's own config, where they are
+// tighter than the stored ones, with a note that says so.
+TEST(TableCommandTest, RecomputedBoundsRaiseWeakerStoredOnesAndSaySo) {
+  auto dir = temp_dir();
+  const auto config = dir / "bounds.yaml";
+  std::ofstream(config) << "name: bounds\nhardware: p100x2_pcie\nseeds: [1]\n"
+                           "workloads:\n  - graph: "
+                        << kSource
+                        << "/datasets/graphs/mlp_tiny.json\n  - transformer_xl_2\n"
+                           "agents: [single_device]\n";
+  const auto out = dir / "bounds.h5";
+  auto run = run_command(kGopt + " run " + config.string() + " --out " + out.string());
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+
+  ResultsFile file = read_results_file(out);
+  ASSERT_EQ(file.results.size(), 2u);
+  std::vector<double> stored;
+  for (auto& r : file.results) {
+    EXPECT_GT(r.lower_bound_s, 0);
+    stored.push_back(r.lower_bound_s);
+    r.lower_bound_s = 1e-9;  // as if an older gopt had proved much less
+  }
+  const BoundRefresh refresh = recompute_lower_bounds(file);
+  EXPECT_EQ(refresh.workloads, 2u);
+  EXPECT_EQ(refresh.raised, 2u);
+  for (std::size_t i = 0; i < stored.size(); ++i) {
+    EXPECT_DOUBLE_EQ(file.results[i].lower_bound_s, stored[i]);  // the same build's bound
+  }
+  // A stored bound above this build's is kept: the larger valid bound wins.
+  file.results[0].lower_bound_s = stored[0] * 2;
+  EXPECT_EQ(recompute_lower_bounds(file).raised, 0u);
+  EXPECT_DOUBLE_EQ(file.results[0].lower_bound_s, stored[0] * 2);
+  // Without a config there is nothing to rebuild the graphs from.
+  file.metadata.config_yaml.clear();
+  EXPECT_THROW((void)recompute_lower_bounds(file), core::InputError);
+
+  auto table = run_command(kGopt + " table " + out.string() + " --recompute-bounds");
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_TRUE(contains(table.out, "> **Note:** Lower bounds recomputed from the file's config"))
+      << table.out;
+  EXPECT_TRUE(contains(table.out, "for 2 workloads, above the stored bound on 0")) << table.out;
+  auto page = run_command(kGopt + " report " + out.string() + " --recompute-bounds");
+  ASSERT_EQ(page.exit_code, 0) << page.err;
+  EXPECT_TRUE(contains(page.out, "--recompute-bounds` from the results file")) << page.out;
+  EXPECT_TRUE(contains(page.out, "> **Note:** Lower bounds recomputed")) << page.out;
 }
 
 TEST(RunCommandTest, KilledRunLeavesAReadableFileAndResumeCompletesIt) {

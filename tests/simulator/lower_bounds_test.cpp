@@ -8,6 +8,9 @@
 #include <algorithm>
 #include <limits>
 #include <random>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "core/graph.h"
 #include "simulator/simulator.h"
@@ -74,6 +77,49 @@ TEST(LowerBoundsTest, OneDeviceThatCannotHoldTheGraphFallsBackToTheBasicBound) {
   LookupCostModel cost(cluster, {10, 15, 20, 25});
   const LowerBounds b = compute_lower_bounds(g, cluster, cost);
   EXPECT_DOUBLE_EQ(b.best_s(), 70);  // max(critical path 55, work 70 on one stream)
+}
+
+// Ops a, b, c, d with these output bytes and edges.
+CompiledGraph four_ops(const std::vector<core::Bytes>& output_bytes,
+                       const std::vector<std::pair<std::string, std::string>>& edges) {
+  GraphBuilder b("four ops");
+  const char* names[] = {"a", "b", "c", "d"};
+  for (std::size_t i = 0; i < 4; ++i) b.add(names[i], "Relu").output_bytes(output_bytes[i]);
+  for (const auto& [from, to] : edges) b.connect(from, to);
+  return CompiledGraph::compile(std::move(b).build());
+}
+
+TEST(LowerBoundsTest, AJoinOfTwoHeavyOperandsPaysATransferOrWaitsForBoth) {
+  // a, b -> c -> d with op times 10, 10, 1, 1; a and b send 10 bytes (10 s), c sends 1.
+  // c starts after both a and b: on one device they run one after the other (20 s), and
+  // one on another device arrives at 10 + 10 = 20 s. So c starts at 20 s at the earliest
+  // and the step takes 22 s, which every bound before this one missed.
+  auto g = four_ops({10, 10, 1, 1}, {{"a", "c"}, {"b", "c"}, {"c", "d"}});
+  auto cluster = mesh_cluster(2, 1, 0);
+  LookupCostModel cost(cluster, {10, 10, 1, 1});
+  const LowerBounds b = compute_lower_bounds(g, cluster, cost);
+  EXPECT_DOUBLE_EQ(b.critical_path_s, 12);
+  EXPECT_DOUBLE_EQ(b.cut_path_s, 13);    // the cut before d: 11 + 1 + 1
+  EXPECT_DOUBLE_EQ(b.colocation_s, 21);  // below 22, a, b and c must share a device
+  EXPECT_DOUBLE_EQ(b.communication_path_s, 22);
+  EXPECT_DOUBLE_EQ(b.best_s(), 22);
+  Simulator sim(g, cluster, cost);
+  Decision split;
+  split.placement = {0, 1, 0, 0};  // b remote: c waits for its transfer
+  EXPECT_DOUBLE_EQ(sim.simulate(split).step_time_s, 22);
+}
+
+TEST(LowerBoundsTest, TheCommunicationPathCountsTheConsumersToo) {
+  // The mirror image: a -> b -> c, d with b sending 10 bytes to each of c and d (10 s)
+  // and c, d taking 10 s. After b, c and d run one after the other on b's device, or one
+  // waits 10 s for its transfer: 20 s after b at the least.
+  auto g = four_ops({1, 10, 1, 1}, {{"a", "b"}, {"b", "c"}, {"b", "d"}});
+  auto cluster = mesh_cluster(2, 1, 0);
+  LookupCostModel cost(cluster, {1, 1, 10, 10});
+  const LowerBounds b = compute_lower_bounds(g, cluster, cost);
+  EXPECT_DOUBLE_EQ(b.critical_path_s, 12);
+  EXPECT_DOUBLE_EQ(b.communication_path_s, 22);
+  EXPECT_DOUBLE_EQ(b.best_s(), 22);
 }
 
 TEST(LowerBoundsTest, DisconnectedGraphsNeedNoTransfer) {
@@ -174,6 +220,7 @@ TEST(LowerBoundsTest, NeverAboveTheExhaustiveOptimum) {
           EXPECT_TRUE(opt.single_device_always_oom);
         }
         EXPECT_LE(b.colocation_s, opt.best_s * (1 + 1e-9));
+        EXPECT_LE(b.communication_path_s, opt.best_s * (1 + 1e-9));
         if (b.best_s() > std::max(b.critical_path_s, b.work_s) * (1 + 1e-9)) ++tighter;
       }
     }
@@ -181,6 +228,37 @@ TEST(LowerBoundsTest, NeverAboveTheExhaustiveOptimum) {
   EXPECT_GE(cases, 20);
   EXPECT_GE(forced, 6);   // the memory cases exercise the forced split
   EXPECT_GE(tighter, 6);  // and the new bounds beat max(critical path, work) often
+}
+
+// The communication path on devices with two streams, and on devices without a copy
+// engine (each arriving transfer holds one of the receiver's streams): never above the
+// exhaustive optimum, and often above every other bound.
+TEST(LowerBoundsTest, CommunicationPathNeverAboveTheOptimumWithStreamsAndCopies) {
+  std::mt19937_64 rng(2611);
+  int cases = 0;
+  int tightest = 0;
+  for (int streams : {1, 2}) {
+    for (bool copy_engine : {true, false}) {
+      for (int trial = 0; trial < 5; ++trial) {
+        RandomCase c = random_case(10, rng);
+        std::uniform_real_distribution<double> bandwidth(1.0, 20.0);
+        auto cluster =
+            mesh_cluster(2, bandwidth(rng), 0.25, core::Bytes{1} << 40, streams, copy_engine);
+        LookupCostModel cost(cluster, c.times_s);
+        const LowerBounds b = compute_lower_bounds(c.graph, cluster, cost);
+        const Exhaustive opt = solve(c.graph, cluster, cost);
+        ++cases;
+        EXPECT_LE(b.communication_path_s, opt.best_s * (1 + 1e-9))
+            << streams << " streams, copy engine " << copy_engine << ", trial " << trial;
+        EXPECT_LE(b.best_s(), opt.best_s * (1 + 1e-9));
+        const double others = std::max(
+            {b.critical_path_s, b.work_s, b.colocation_s, std::min(b.single_device_s, b.split_s)});
+        if (b.communication_path_s > others * (1 + 1e-9)) ++tightest;
+      }
+    }
+  }
+  EXPECT_EQ(cases, 20);
+  EXPECT_GE(tightest, 3);
 }
 
 }  // namespace

@@ -1,0 +1,34 @@
+// Lower bounds recomputed for a results file: `gopt table|report RESULTS.h5
+// --recompute-bounds`. Each result stores the bound of the gopt that ran it
+// (simulator/lower_bounds.h); a later gopt may prove a tighter one. Every bound is valid,
+// so each result's bound becomes the larger of the stored one and the one this build
+// computes from the file's own config (its hardware and workloads).
+//
+//   ResultsFile file = read_results_file("results/table1_placement.h5");
+//   const BoundRefresh refreshed = recompute_lower_bounds(file);
+//   std::cout << bound_refresh_note(refreshed) << "\n";
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "experiments/hdf5_sink.h"
+
+namespace gopt::experiments {
+
+/// What recompute_lower_bounds did.
+struct BoundRefresh {
+  std::size_t workloads = 0;  ///< workloads whose graphs were rebuilt and bounded
+  std::size_t raised = 0;     ///< of those, the ones whose bound rose above the stored one
+};
+
+/// Raises each result's lower_bound_s to this build's bound of its workload on the file's
+/// hardware. Throws core::InputError naming the file when it records no config, or when
+/// the config, its hardware profile or a workload's graph cannot be loaded.
+BoundRefresh recompute_lower_bounds(ResultsFile& file);
+
+/// One sentence for under the tables: which gopt recomputed the bounds, and on how many
+/// workloads they rose.
+[[nodiscard]] std::string bound_refresh_note(const BoundRefresh& refresh);
+
+}  // namespace gopt::experiments
