@@ -87,9 +87,10 @@ double list_schedule_makespan(const Plan& plan, const std::vector<double>& job_s
 }
 
 Projection project_run(const Plan& plan, const std::vector<RunResult>& measured,
-                       std::size_t workers, const std::string& costs_file) {
-  std::map<std::string, double> ops_of;
-  for (const auto& r : measured) ops_of[r.key.workload] = static_cast<double>(r.num_nodes);
+                       std::size_t workers, const std::string& costs_file,
+                       const std::map<std::string, double>& plan_ops) {
+  std::map<std::string, double> ops_of(plan_ops);
+  for (const auto& r : measured) ops_of.emplace(r.key.workload, static_cast<double>(r.num_nodes));
   JobTimeModel by_agent;
   std::map<std::pair<std::string, std::string>, std::pair<double, double>> rate;  // s, work
   const auto jobs = measured_jobs(measured);

@@ -41,11 +41,12 @@ struct Projection {
                                             std::size_t workers);
 
 /// Projects `plan` from the finished results of an earlier run (`measured`; the rows of one
-/// training-set job share its wall time and count once). Throws core::InputError naming
-/// `costs_file` when a planned job's workload has no result there to take its op count
-/// from.
+/// training-set job share its wall time and count once). A workload's op count comes from
+/// `plan_ops` (the plan's loaded graphs, by workload label), else from its results in
+/// `measured`; throws core::InputError naming `costs_file` when neither has it.
 [[nodiscard]] Projection project_run(const Plan& plan, const std::vector<RunResult>& measured,
-                                     std::size_t workers, const std::string& costs_file = "");
+                                     std::size_t workers, const std::string& costs_file = "",
+                                     const std::map<std::string, double>& plan_ops = {});
 
 /// Per agent, the projected seconds of its jobs; then the total work and the makespan.
 void print_projection(const Plan& plan, const Projection& projection, std::ostream& out);

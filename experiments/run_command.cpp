@@ -12,6 +12,7 @@
 #include <ctime>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -149,12 +150,13 @@ int print_plan_only(const RunArgs& args, const ExperimentConfig& config, const s
     for (const auto& r : read_results_file(out).results) done.push_back(r.key);
   }
   done = kept_results(std::move(done), args);
-  const Plan plan = print_run_plan(config, done, ctx.out);
+  std::map<std::string, double> ops;
+  const Plan plan = print_run_plan(config, done, ctx.out, &ops);
   if (!args.costs.empty()) {
     const auto workers = static_cast<std::size_t>(args.jobs) * static_cast<std::size_t>(args.ranks);
-    print_projection(plan,
-                     project_run(plan, read_results_file(args.costs).results, workers, args.costs),
-                     ctx.out);
+    print_projection(
+        plan, project_run(plan, read_results_file(args.costs).results, workers, args.costs, ops),
+        ctx.out);
   }
   ctx.out << "dry run: nothing was run and no file was written\n";
   return kExitOk;

@@ -134,13 +134,14 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
 }
 
 Plan print_run_plan(const ExperimentConfig& config, const std::vector<ResultKey>& done,
-                    std::ostream& out) {
+                    std::ostream& out, std::map<std::string, double>* ops) {
   agents::AgentRegistry registry;
   agents::register_builtin_agents(registry);
   const Plan plan = without_done(build_plan(config, registry), done);
   std::map<std::string, core::CompiledGraph> graphs;
   load_graphs(plan, graphs);
   print_plan(plan, ops_of(graphs), out);
+  if (ops != nullptr) *ops = ops_of(graphs);
   return plan;
 }
 

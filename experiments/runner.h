@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstdint>
 #include <iosfwd>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -137,8 +138,9 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
 
 /// `gopt run --dry-run`: prints the plan of `config`'s jobs not in `done` (print_plan, with
 /// time estimates from the graphs' op counts), runs nothing and returns the plan (for
-/// `--costs`'s projection). Throws as run_experiment before its first job.
+/// `--costs`'s projection); the op count of each graph it loaded goes to `ops` when
+/// given. Throws as run_experiment before its first job.
 Plan print_run_plan(const ExperimentConfig& config, const std::vector<ResultKey>& done,
-                    std::ostream& out);
+                    std::ostream& out, std::map<std::string, double>* ops = nullptr);
 
 }  // namespace gopt::experiments

@@ -100,6 +100,28 @@ TEST(ProjectionTest, MeasuredCostsScaleWithUpdatesAndOps) {
   EXPECT_EQ(p.measured_jobs, 2U);
 }
 
+// A run resumed into a file that has no result for some workload yet (a long run stopped
+// part way): that workload's op count comes from the plan's graphs, and the agent's rate
+// from its other workloads.
+TEST(ProjectionTest, AWorkloadWithoutResultsTakesItsOpCountFromThePlan) {
+  HandPlan h;
+  h.workloads = {workload("rnnlm_2"), workload("gnmt_8")};
+  h.agents.resize(1);
+  h.agents[0].name = "go_one";
+  h.agents[0].budget.max_steps = 10;
+  h.add_job(1, 0, true);  // go_one on gnmt_8
+  const std::vector<RunResult> results = {measured("rnnlm_2", "go_one", 100, 10, 1.0)};
+  const Projection small = project_run(h.plan, results, 1, "costs.h5", {{"gnmt_8", 1000.0}});
+  const Projection large = project_run(h.plan, results, 1, "costs.h5", {{"gnmt_8", 4000.0}});
+  ASSERT_EQ(small.job_s.size(), 1U);
+  EXPECT_GT(small.job_s[0], 1.0);  // ten times rnnlm_2's ops, at its rate
+  EXPECT_GT(large.job_s[0], small.job_s[0]);
+  // The measured op count of a workload in the file is kept when the plan has it too.
+  const Projection same =
+      project_run(h.plan, results, 1, "costs.h5", {{"gnmt_8", 1000.0}, {"rnnlm_2", 5.0}});
+  EXPECT_DOUBLE_EQ(same.job_s[0], small.job_s[0]);
+}
+
 TEST(ProjectionTest, AWorkloadWithoutMeasurementsIsAnErrorNamingTheFile) {
   HandPlan h;
   h.workloads = {workload("gnmt_8")};
