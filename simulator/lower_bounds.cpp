@@ -170,16 +170,103 @@ std::vector<Seconds> communication_starts(const core::CompiledGraph& g,
   return start;
 }
 
+// The idle stream time that the first theta seconds of any schedule must hold, divided by
+// the cluster's `streams` streams, as a piecewise-linear function of theta (its
+// breakpoints, theta increasing). By theta at most available(theta) = the sum over ops of
+// clamp(theta - earliest(v), 0, t(v)) of their work is done (an op runs no faster than
+// t(v) and starts no earlier than earliest(v)), while the streams could have done
+// streams x theta: idle >= max(0, theta - available(theta) / streams). `idle` holds
+// theta - available / streams without the clamp, which keeps it linear between
+// breakpoints; most_until clamps.
+struct IdleCurve {
+  std::vector<Seconds> theta;
+  std::vector<Seconds> idle;
+  std::vector<Seconds> best_before;  ///< prefix maxima of idle
+
+  IdleCurve(const std::vector<Seconds>& earliest, const std::vector<Seconds>& time,
+            double streams) {
+    std::vector<std::pair<Seconds, int>> events;  // (theta, change in ops that could run)
+    events.reserve(2 * earliest.size());
+    for (std::size_t v = 0; v < earliest.size(); ++v) {
+      if (time[v] <= 0) continue;
+      events.emplace_back(earliest[v], +1);
+      events.emplace_back(earliest[v] + time[v], -1);
+    }
+    std::sort(events.begin(), events.end());
+    push(0, 0);
+    Seconds now = 0;
+    Seconds available = 0;
+    int running = 0;
+    for (std::size_t i = 0; i < events.size(); ++i) {
+      available += running * (events[i].first - now);
+      now = events[i].first;
+      running += events[i].second;
+      if (i + 1 < events.size() && events[i + 1].first == now) continue;
+      push(now, now - available / streams);
+    }
+  }
+
+  // The largest max(0, idle(x)) for x <= limit (idle is linear between breakpoints).
+  [[nodiscard]] Seconds most_until(Seconds limit) const {
+    if (limit <= 0) return 0;
+    const auto it = std::upper_bound(theta.begin(), theta.end(), limit);
+    const std::size_t k = static_cast<std::size_t>(it - theta.begin());  // theta[k-1] <= limit
+    Seconds most = best_before[k - 1];
+    if (k < theta.size()) {
+      const Seconds f = (limit - theta[k - 1]) / (theta[k] - theta[k - 1]);
+      most = std::max(most, idle[k - 1] + f * (idle[k] - idle[k - 1]));
+    }
+    return std::max(Seconds{0}, most);
+  }
+
+ private:
+  void push(Seconds at, Seconds value) {
+    theta.push_back(at);
+    idle.push_back(value);
+    best_before.push_back(best_before.empty() ? value : std::max(best_before.back(), value));
+  }
+};
+
+// Fill and drain: T >= work / streams + idle at the start + idle at the end, for start and
+// end windows that fit in T together (`known` <= T, a bound already proved); see
+// LowerBounds::fill_drain_s. Applied again with its own result while that grows.
+Seconds fill_drain_bound(const IdleCurve& fill, const IdleCurve& drain, Seconds work,
+                         Seconds known) {
+  Seconds bound = known;
+  for (int round = 0; round < 8; ++round) {
+    Seconds most = 0;
+    for (std::size_t i = 0; i < fill.theta.size() && fill.theta[i] <= bound; ++i) {
+      most = std::max(most,
+                      std::max(Seconds{0}, fill.idle[i]) + drain.most_until(bound - fill.theta[i]));
+    }
+    for (std::size_t j = 0; j < drain.theta.size() && drain.theta[j] <= bound; ++j) {
+      most = std::max(
+          most, std::max(Seconds{0}, drain.idle[j]) + fill.most_until(bound - drain.theta[j]));
+    }
+    const Seconds next = work + most;
+    if (next <= bound * (1 + 1e-12)) break;
+    bound = next;
+  }
+  return bound > known ? bound : 0;
+}
+
 }  // namespace
 
 Seconds LowerBounds::best_s() const {
   const Seconds either = std::min(single_device_s, split_s);
-  const Seconds basic = std::max({critical_path_s, work_s, colocation_s, communication_path_s});
+  const Seconds basic =
+      std::max({critical_path_s, work_s, colocation_s, communication_path_s, fill_drain_s});
   return either < std::numeric_limits<Seconds>::infinity() ? std::max(either, basic) : basic;
 }
 
-LowerBounds compute_lower_bounds(const core::CompiledGraph& graph, const hardware::Cluster& cluster,
-                                 const hardware::CostModel& cost_model) {
+namespace {
+
+// Every bound but fill and drain; `fastest`, `head` and `tail` are left for it.
+LowerBounds bounds_but_fill_drain(const core::CompiledGraph& graph,
+                                  const hardware::Cluster& cluster,
+                                  const hardware::CostModel& cost_model,
+                                  std::vector<Seconds>& fastest, std::vector<Seconds>& head,
+                                  std::vector<Seconds>& tail) {
   LowerBounds b;
   const auto n = at(graph.num_nodes());
   const DeviceId devices = cluster.num_devices();
@@ -192,7 +279,7 @@ LowerBounds compute_lower_bounds(const core::CompiledGraph& graph, const hardwar
     if (r < 0) r = d;
   }
   std::vector<std::vector<Seconds>> type_time(at(types), std::vector<Seconds>(n));
-  std::vector<Seconds> fastest(n, std::numeric_limits<Seconds>::infinity());
+  fastest.assign(n, std::numeric_limits<Seconds>::infinity());
   for (int t = 0; t < types; ++t) {
     for (NodeId v = 0; v < graph.num_nodes(); ++v) {
       const Seconds time = cost_model.op_time(graph, v, representative[at(t)]);
@@ -202,8 +289,6 @@ LowerBounds compute_lower_bounds(const core::CompiledGraph& graph, const hardwar
   }
 
   // Basic bounds: as the simulator's.
-  std::vector<Seconds> head;
-  std::vector<Seconds> tail;
   longest_paths(graph, fastest, head, tail);
   Seconds total = 0;
   for (std::size_t v = 0; v < n; ++v) {
@@ -341,6 +426,28 @@ LowerBounds compute_lower_bounds(const core::CompiledGraph& graph, const hardwar
     }
     upper = edges[i].weight;
   }
+  return b;
+}
+
+}  // namespace
+
+LowerBounds compute_lower_bounds(const core::CompiledGraph& graph, const hardware::Cluster& cluster,
+                                 const hardware::CostModel& cost_model) {
+  std::vector<Seconds> fastest;
+  std::vector<Seconds> head;
+  std::vector<Seconds> tail;
+  LowerBounds b = bounds_but_fill_drain(graph, cluster, cost_model, fastest, head, tail);
+  const auto n = fastest.size();
+  if (n == 0) return b;
+  std::vector<Seconds> earliest(n);
+  std::vector<Seconds> before_end(n);
+  for (std::size_t v = 0; v < n; ++v) {
+    earliest[v] = head[v] - fastest[v];
+    before_end[v] = tail[v] - fastest[v];
+  }
+  const double streams = static_cast<double>(cluster.total_compute_streams());
+  b.fill_drain_s = fill_drain_bound(IdleCurve(earliest, fastest, streams),
+                                    IdleCurve(before_end, fastest, streams), b.work_s, b.best_s());
   return b;
 }
 

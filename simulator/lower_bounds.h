@@ -53,6 +53,10 @@ struct LowerBounds {
   /// device, while the producers beside it run one after another on its device's streams;
   /// and symmetrically for its consumers. At least critical_path_s; 0 on one device.
   Seconds communication_path_s = 0;
+  /// Fill and drain: the work bound plus the idle time the start and the end of any
+  /// schedule must hold because too few ops can run there to keep every stream busy (the
+  /// ramp of a pipeline). 0 when it is not above the other bounds.
+  Seconds fill_drain_s = 0;
   /// No device can hold the graph: its parameters plus the output of some op exceed every
   /// device's capacity, so every placement that fits in memory is split.
   bool split_forced = false;
@@ -65,7 +69,8 @@ struct LowerBounds {
 
 /// Computes every bound of `graph` on `cluster` with `cost_model`'s op and link times:
 /// O(N x device types + E log E + E x device pairs), plus the communication path's
-/// O(sum over ops of min(fan, 64)^3) for fan-in and fan-out.
+/// O(sum over ops of min(fan, 64)^3) for fan-in and fan-out, and fill and drain's
+/// O(N log N) per round.
 [[nodiscard]] LowerBounds compute_lower_bounds(const core::CompiledGraph& graph,
                                                const hardware::Cluster& cluster,
                                                const hardware::CostModel& cost_model);

@@ -1,14 +1,13 @@
 // The runner's results are pinned: every shipped small config (experiments/configs/*_small.yaml)
-// and a small generalization config (pretraining with a validation graph, fine-tuning and
-// zero-shot on a held-out graph, baselines, HDP, the search reference; two seeds) give
-// exactly the digests in tests/data/plan. unchanged.yaml's and table2_generalization_small's
-// were written before the runner became a planner and an executor, the other small
-// configs' before the runner, the results file and the tables were split into units
-// (issue #29); every `bound` was rewritten when simulator/lower_bounds.h gained the
-// communication path, which left every other field as it was. The run forces the baseline CPU code
-// path (tests/support/run_on_cpu_path.sh), so the learned agents' numbers do not depend on the
-// machine's vector units. Each shipped small config's run is also checked for what it says and what
-// `gopt table` prints of it.
+// and a small generalization config (pretraining with a validation graph, fine-tuning and zero-shot
+// on a held-out graph, baselines, HDP, the search reference; two seeds) give exactly the digests in
+// tests/data/plan. unchanged.yaml's and table2_generalization_small's were written before the
+// runner became a planner and an executor, the other small configs' before the runner, the results
+// file and the tables were split into units (issue #29); every `bound` was rewritten when
+// simulator/lower_bounds.h gained the communication path and fill and drain, which left every other
+// field as it was. The run forces the baseline CPU code path (tests/support/run_on_cpu_path.sh), so
+// the learned agents' numbers do not depend on the machine's vector units. Each shipped small
+// config's run is also checked for what it says and what `gopt table` prints of it.
 //
 // To write the digests again after a change that is meant to alter results:
 //   GOPT_WRITE_DIGEST=1 build/bin/experiments_run_tests --gtest_filter='ResultsUnchangedTest.*'

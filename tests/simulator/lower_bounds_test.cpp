@@ -122,6 +122,30 @@ TEST(LowerBoundsTest, TheCommunicationPathCountsTheConsumersToo) {
   EXPECT_DOUBLE_EQ(b.best_s(), 22);
 }
 
+TEST(LowerBoundsTest, FillAndDrainCountTheIdleStreamsOfARamp) {
+  // a -> b, c, d, e, each 4 s, on two single-stream devices with nearly free transfers:
+  // for the first 4 s only a can run, so one stream idles 4 s and the 20 s of work end at
+  // 12 s at the earliest, above the critical path (8) and the work bound (10).
+  GraphBuilder builder("fan");
+  builder.add("a", "Relu").output_bytes(1);
+  for (const char* name : {"b", "c", "d", "e"}) {
+    builder.add(name, "Relu").output_bytes(1);
+    builder.connect("a", name);
+  }
+  auto g = CompiledGraph::compile(std::move(builder).build());
+  auto cluster = mesh_cluster(2, /*bandwidth=*/1e9, /*latency=*/0);
+  LookupCostModel cost(cluster, {4, 4, 4, 4, 4});
+  const LowerBounds b = compute_lower_bounds(g, cluster, cost);
+  EXPECT_DOUBLE_EQ(b.critical_path_s, 8);
+  EXPECT_DOUBLE_EQ(b.work_s, 10);
+  EXPECT_DOUBLE_EQ(b.fill_drain_s, 12);
+  EXPECT_DOUBLE_EQ(b.best_s(), 12);
+  Simulator sim(g, cluster, cost);
+  Decision split;
+  split.placement = {0, 0, 0, 1, 1};  // b, c after a on its device; d, e on the other
+  EXPECT_NEAR(sim.simulate(split).step_time_s, 12, 1e-6);
+}
+
 TEST(LowerBoundsTest, DisconnectedGraphsNeedNoTransfer) {
   GraphBuilder builder("two chains");
   builder.add("a", "Relu").output_bytes(1000);
@@ -197,6 +221,7 @@ TEST(LowerBoundsTest, NeverAboveTheExhaustiveOptimum) {
   std::mt19937_64 rng(26);
   int tighter = 0;
   int forced = 0;
+  int filled = 0;
   int cases = 0;
   for (int devices : {2, 3}) {
     const int nodes = devices == 2 ? 10 : 9;
@@ -221,6 +246,8 @@ TEST(LowerBoundsTest, NeverAboveTheExhaustiveOptimum) {
         }
         EXPECT_LE(b.colocation_s, opt.best_s * (1 + 1e-9));
         EXPECT_LE(b.communication_path_s, opt.best_s * (1 + 1e-9));
+        EXPECT_LE(b.fill_drain_s, opt.best_s * (1 + 1e-9));
+        if (b.fill_drain_s > 0) ++filled;
         if (b.best_s() > std::max(b.critical_path_s, b.work_s) * (1 + 1e-9)) ++tighter;
       }
     }
@@ -228,6 +255,7 @@ TEST(LowerBoundsTest, NeverAboveTheExhaustiveOptimum) {
   EXPECT_GE(cases, 20);
   EXPECT_GE(forced, 6);   // the memory cases exercise the forced split
   EXPECT_GE(tighter, 6);  // and the new bounds beat max(critical path, work) often
+  EXPECT_GE(filled, 1);   // fill and drain above every other bound
 }
 
 // The communication path on devices with two streams, and on devices without a copy
