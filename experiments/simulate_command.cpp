@@ -1,12 +1,15 @@
 // `gopt simulate --graph GRAPH --hardware PROFILE [--placement single|round_robin|FILE |
+//                --result RESULTS.h5:WORKLOAD:AGENT:SEED |
 //                --agent NAME [--option k=v ...] [--steps N]] [--trace OUT.json] [--json]`:
 // one simulated training step, of a given placement or of any registered agent's decision
 // (learning agents train on the simulator first, with a progress display).
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -18,8 +21,10 @@
 #include "core/compiled_graph.h"
 #include "core/errors.h"
 #include "core/graph_io.h"
+#include "core/strings.h"
 #include "datasets/workload_registry.h"
 #include "experiments/cli.h"
+#include "experiments/hdf5_sink.h"
 #include "hardware/cost_model.h"
 #include "hardware/profile.h"
 #include "simulator/chrome_trace.h"
@@ -36,6 +41,7 @@ struct SimulateArgs {
   bool training = false;
   std::string hardware;
   std::string placement = "single";
+  std::string result;  ///< FILE.h5:WORKLOAD:AGENT:SEED
   std::string agent;
   std::vector<std::string> agent_options;
   std::int64_t steps = 100;
@@ -104,9 +110,45 @@ std::string pad(std::string s, std::size_t width) {
   return s;
 }
 
+// "FILE.h5:WORKLOAD:AGENT:SEED" (split at its last three colons, so the path may hold
+// colons): the decision that result of a `gopt run` file holds, checked against the graph
+// and the cluster as a decision file is.
+core::Decision decision_of_result(const std::string& spec, const core::CompiledGraph& graph,
+                                  const hardware::Cluster& cluster) {
+  std::vector<std::string> parts;
+  std::string rest = spec;
+  for (int i = 0; i < 3; ++i) {
+    const auto colon = rest.rfind(':');
+    if (colon == std::string::npos) break;
+    parts.insert(parts.begin(), rest.substr(colon + 1));
+    rest.resize(colon);
+  }
+  const auto seed = parts.size() == 3 ? core::parse_integer(parts[2]) : std::nullopt;
+  if (rest.empty() || !seed || *seed < 0 || parts[0].empty() || parts[1].empty()) {
+    throw core::InputError(spec, "--result",
+                           "expected RESULTS.h5:WORKLOAD:AGENT:SEED, e.g. "
+                           "results/table1_placement.h5:gnmt_8:go_one:1");
+  }
+  const ResultKey key{parts[0], parts[1], static_cast<std::uint64_t>(*seed)};
+  const ResultsFile file = read_results_file(rest);
+  const auto it = std::find_if(file.results.begin(), file.results.end(),
+                               [&](const RunResult& r) { return r.key == key; });
+  if (it == file.results.end()) {
+    throw core::InputError(rest, "--result",
+                           "no complete result '" + key.text() + "' among its " +
+                               std::to_string(file.results.size()) + " results");
+  }
+  const auto& d = it->decision;
+  if (!d.placement && !d.priority && !d.fusion) {
+    throw core::InputError(rest, "--result", "result '" + key.text() + "' holds no decision");
+  }
+  return simulator::parse_decision_json(simulator::to_decision_json(d, graph),
+                                        rest + " (" + key.text() + ")", graph, cluster);
+}
+
 // The decision to simulate: the agent's (trained first when it learns), single,
-// round_robin or a decision file. `source` names it in simulator errors; for an agent,
-// args.placement becomes "agent:NAME" (what the output calls the placement).
+// round_robin, a decision file or a result's decision. `source` names it in simulator errors; for
+// an agent, args.placement becomes "agent:NAME" (what the output calls the placement).
 core::Decision choose_decision(SimulateArgs& args, const core::CompiledGraph& graph,
                                const hardware::Cluster& cluster, const hardware::CostModel& cost,
                                CliContext& ctx, std::string& source) {
@@ -126,6 +168,10 @@ core::Decision choose_decision(SimulateArgs& args, const core::CompiledGraph& gr
     decision = agent->propose(problem);
     source = "agent " + args.agent;
     args.placement = "agent:" + args.agent;
+  } else if (!args.result.empty()) {
+    decision = decision_of_result(args.result, graph, cluster);
+    source = args.result;
+    args.placement = "result " + args.result;
   } else if (args.placement == "single") {
     // Every op on device 0 (the default of an absent placement).
   } else if (args.placement == "round_robin") {
@@ -303,7 +349,11 @@ void add_simulate_command(CLI::App& app, CliContext& context) {
   auto* agent = cmd->add_option("--agent", args->agent,
                                 "Use this agent's decision (see `gopt agents`); learners train "
                                 "on the simulator first");
-  cmd->get_option("--placement")->excludes(agent);
+  auto* result = cmd->add_option(
+      "--result", args->result,
+      "Use the decision of a result in a `gopt run` file: RESULTS.h5:WORKLOAD:AGENT:SEED");
+  cmd->get_option("--placement")->excludes(agent)->excludes(result);
+  agent->excludes(result);
   cmd->add_option("--option", args->agent_options, "Agent option key=value (repeatable)")
       ->needs(agent);
   cmd->add_option("--steps", args->steps, "Training updates for a learning agent")

@@ -91,4 +91,25 @@ TEST(SimulateCliTest, BadInputsExitOneNamingTheFile) {
 }
 
 }  // namespace
+// --result: the decision a `gopt run` result holds, simulated again to the same step time;
+// a missing result or a malformed spec is an error naming it.
+TEST(SimulateCliTest, ADecisionFromAResultsFile) {
+  const std::string fixture = std::string(GOPT_TEST_DATA_DIR) + "/results/fixture.h5";
+  auto r = run_command(
+      simulate("--hardware p100x2_pcie --json --result " + fixture + ":mlp_tiny:hdp:1"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_DOUBLE_EQ(j["step_time_s"].get<double>(), 0.00012502385083201128);  // as stored
+  auto missing =
+      run_command(simulate("--hardware p100x2_pcie --result " + fixture + ":mlp_tiny:hdp:7"));
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_TRUE(contains(missing.err, "no complete result 'mlp_tiny / hdp / seed 7'")) << missing.err;
+  auto malformed = run_command(simulate("--hardware p100x2_pcie --result " + fixture));
+  EXPECT_EQ(malformed.exit_code, 1);
+  EXPECT_TRUE(contains(malformed.err, "expected RESULTS.h5:WORKLOAD:AGENT:SEED")) << malformed.err;
+  auto both = run_command(simulate("--hardware p100x2_pcie --placement round_robin --result " +
+                                   fixture + ":mlp_tiny:hdp:1"));
+  EXPECT_NE(both.exit_code, 0);
+}
+
 }  // namespace gopt::simulator
