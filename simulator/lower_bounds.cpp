@@ -441,9 +441,9 @@ LowerBounds compute_lower_bounds(const core::CompiledGraph& graph, const hardwar
   if (n == 0) return b;
   std::vector<Seconds> earliest(n);
   std::vector<Seconds> before_end(n);
-  for (std::size_t v = 0; v < n; ++v) {
-    earliest[v] = head[v] - fastest[v];
-    before_end[v] = tail[v] - fastest[v];
+  for (std::size_t v = 0; v < n; ++v) {  // >= 0 also where rounding says -1e-17
+    earliest[v] = std::max(Seconds{0}, head[v] - fastest[v]);
+    before_end[v] = std::max(Seconds{0}, tail[v] - fastest[v]);
   }
   const double streams = static_cast<double>(cluster.total_compute_streams());
   b.fill_drain_s = fill_drain_bound(IdleCurve(earliest, fastest, streams),
