@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include "core/errors.h"
 #include "datasets/workload_registry.h"
@@ -39,12 +40,12 @@ BoundRefresh recompute_lower_bounds(ResultsFile& file) {
     it->second = simulator::compute_lower_bounds(graph, cluster, *cost).best_s();
     ++refresh.workloads;
   }
-  std::map<std::string, bool> raised;
+  std::set<std::string> raised;
   for (auto& r : file.results) {
     const double b = bound[r.key.workload];
     if (b > r.lower_bound_s * (1 + 1e-12)) {
       r.lower_bound_s = b;
-      raised[r.key.workload] = true;
+      raised.insert(r.key.workload);
     }
   }
   refresh.raised = raised.size();

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <functional>
 #include <numeric>
 #include <vector>
 
@@ -71,15 +70,16 @@ class OperandsOnOneDevice {
  public:
   explicit OperandsOnOneDevice(double streams) : streams_(streams) {}
   void add(Seconds release, Seconds time) {
-    jobs_.push_back({release, time});
-    end_ = std::max(end_, release + time);
-    // The work released at or after each release date grows by `time` where release >= it.
-    for (const auto& j : jobs_) {
-      if (release < j.release) continue;
-      Seconds later = 0;
-      for (const auto& i : jobs_) later += i.release >= j.release ? i.time : 0;
-      end_ = std::max(end_, j.release + later / streams_);
+    // Each job keeps the work released at or after its release date, summed in the order
+    // the jobs came.
+    Seconds later = 0;
+    for (auto& j : jobs_) {
+      if (j.release >= release) later += j.time;
+      if (release >= j.release) j.later += time;
     }
+    jobs_.push_back({release, time, later + time});
+    for (const auto& j : jobs_) end_ = std::max(end_, j.release + j.later / streams_);
+    end_ = std::max(end_, release + time);
   }
   [[nodiscard]] Seconds end() const { return end_; }
 
@@ -87,6 +87,7 @@ class OperandsOnOneDevice {
   struct Job {
     Seconds release;
     Seconds time;
+    Seconds later;  ///< the work of the jobs released at or after this one's release
   };
   double streams_;
   std::vector<Job> jobs_;
@@ -106,7 +107,7 @@ class OperandsOnOneDevice {
 // op's end plus their transfer and share its device's streams the same way).
 std::vector<Seconds> communication_starts(const core::CompiledGraph& g,
                                           const std::vector<Seconds>& time,
-                                          const std::function<Seconds(core::Bytes)>& transfer_s,
+                                          const std::vector<Seconds>& edge_transfer_s,
                                           double streams, bool reversed) {
   std::vector<Seconds> start(at(g.num_nodes()), 0);
   struct Producer {
@@ -120,16 +121,14 @@ std::vector<Seconds> communication_starts(const core::CompiledGraph& g,
   for (std::size_t i = 0; i < order.size(); ++i) {
     const NodeId v = reversed ? order[order.size() - 1 - i] : order[i];
     producers.clear();
-    const auto add = [&](NodeId u, core::Bytes bytes) {
+    const auto add = [&](NodeId u, core::EdgeIndex e) {
       producers.push_back(
-          {start[at(u)] + time[at(u)] + transfer_s(bytes), start[at(u)], time[at(u)], u});
+          {start[at(u)] + time[at(u)] + edge_transfer_s[at(e)], start[at(u)], time[at(u)], u});
     };
     if (reversed) {
-      for (auto e = g.out_begin(v); e < g.out_end(v); ++e) add(g.out_target(e), g.edge_bytes(e));
+      for (auto e = g.out_begin(v); e < g.out_end(v); ++e) add(g.out_target(e), e);
     } else {
-      for (auto s = g.in_begin(v); s < g.in_end(v); ++s) {
-        add(g.in_source(s), g.edge_bytes(g.in_edge(s)));
-      }
+      for (auto s = g.in_begin(v); s < g.in_end(v); ++s) add(g.in_source(s), g.in_edge(s));
     }
     if (producers.empty()) continue;
     // One entry per producer (several tensors from one producer: the slowest transfer).
@@ -335,12 +334,15 @@ LowerBounds bounds_but_fill_drain(const core::CompiledGraph& graph,
       if (s != d) pairs.push_back(hardware::compose_route(cluster.route(s, d), cost_model));
     }
   }
-  auto transfer_s = [&](core::Bytes bytes) {
-    if (bytes <= 0) return Seconds{0};  // control dependencies cost nothing across devices
+  // Each edge's cheapest transfer; control dependencies cost nothing across devices.
+  std::vector<Seconds> edge_transfer_s(at(graph.num_edges()), 0);
+  for (core::EdgeIndex e = 0; e < graph.num_edges(); ++e) {
+    const core::Bytes bytes = graph.edge_bytes(e);
+    if (bytes <= 0) continue;
     Seconds best = std::numeric_limits<Seconds>::infinity();
     for (const auto& p : pairs) best = std::min(best, p.transfer_time_s(bytes));
-    return best;
-  };
+    edge_transfer_s[at(e)] = best;
+  }
   // Weight of edge e: the longest path through it when it crosses devices. The smallest
   // edge of a maximum spanning forest is min over cuts of the largest crossing weight.
   struct WeightedEdge {
@@ -353,7 +355,7 @@ LowerBounds bounds_but_fill_drain(const core::CompiledGraph& graph,
   for (NodeId u = 0; u < graph.num_nodes(); ++u) {
     for (auto e = graph.out_begin(u); e < graph.out_end(u); ++e) {
       const NodeId v = graph.out_target(e);
-      edges.push_back({head[at(u)] + transfer_s(graph.edge_bytes(e)) + tail[at(v)], u, v});
+      edges.push_back({head[at(u)] + edge_transfer_s[at(e)] + tail[at(v)], u, v});
     }
   }
   std::sort(edges.begin(), edges.end(),
@@ -371,28 +373,23 @@ LowerBounds bounds_but_fill_drain(const core::CompiledGraph& graph,
 
   // Communication paths: the earliest start of each op and the least time from its start
   // to the end, each counting the transfers or the serialisation its neighbours force.
-  {
-    int most_streams = 1;
-    for (DeviceId d = 0; d < devices; ++d) {
-      most_streams = std::max(most_streams, cluster.device(d).compute_streams);
-    }
-    const auto starts = communication_starts(graph, fastest, transfer_s, most_streams, false);
-    const auto after = communication_starts(graph, fastest, transfer_s, most_streams, true);
-    for (std::size_t v = 0; v < n; ++v) {
-      b.communication_path_s = std::max(b.communication_path_s, starts[v] + fastest[v] + after[v]);
-    }
-  }
-  b.split_s = std::max({b.critical_path_s, b.work_s, b.cut_path_s});
-
-  // Forced colocation: after merging edges [0, i) (weights w_0 >= ... >= w_{i-1}) the
-  // components are those of the edges heavier than T for T in [w_i, w_{i-1}); T is
-  // feasible there when T >= the largest component's work and every component fits.
   int most_streams = 1;
   core::Bytes largest_capacity = 0;
   for (DeviceId d = 0; d < devices; ++d) {
     most_streams = std::max(most_streams, cluster.device(d).compute_streams);
     largest_capacity = std::max(largest_capacity, cluster.device(d).memory_capacity_bytes);
   }
+  const double streams = static_cast<double>(most_streams);
+  const auto starts = communication_starts(graph, fastest, edge_transfer_s, streams, false);
+  const auto after = communication_starts(graph, fastest, edge_transfer_s, streams, true);
+  for (std::size_t v = 0; v < n; ++v) {
+    b.communication_path_s = std::max(b.communication_path_s, starts[v] + fastest[v] + after[v]);
+  }
+  b.split_s = std::max({b.critical_path_s, b.work_s, b.cut_path_s});
+
+  // Forced colocation: after merging edges [0, i) (weights w_0 >= ... >= w_{i-1}) the
+  // components are those of the edges heavier than T for T in [w_i, w_{i-1}); T is
+  // feasible there when T >= the largest component's work and every component fits.
   DisjointSets parts(n);
   std::vector<Seconds> work(fastest);
   std::vector<core::Bytes> part_params(graph.param_bytes().begin(), graph.param_bytes().end());
@@ -403,7 +400,6 @@ LowerBounds bounds_but_fill_drain(const core::CompiledGraph& graph,
     most_work = std::max(most_work, work[v]);
     fits = fits && part_params[v] + part_output[v] <= largest_capacity;
   }
-  const double streams = static_cast<double>(most_streams);
   Seconds upper = std::numeric_limits<Seconds>::infinity();
   for (std::size_t i = 0; i <= edges.size() && fits; ++i) {
     const Seconds lower = i < edges.size() ? edges[i].weight : 0;
