@@ -49,6 +49,11 @@ inline constexpr double kGoOneImitation = 0.3;
 /// Every option of the GO agents. The defaults are go_one's, the options `gopt run` gives
 /// go_one when a config sets none; the other GO agents start from them and change what
 /// differs (go_agent_defaults, go_registration.h).
+/// What go_zero_shot places per (its option `granularity`): the checkpoint's own decisions
+/// (per op unless it was trained per unit), whole decision units (each on the argmax of its
+/// ops' mean logits), or the faster of the two, each simulated and moved into memory.
+enum class ZeroShotGranularity { kPolicy, kUnit, kBest };
+
 struct GoOptions {
   GoMode mode = GoMode::kOne;
   GoPolicyOptions policy;
@@ -71,6 +76,8 @@ struct GoOptions {
   /// Zero-shot: at most this many re-placements to move a greedy placement that runs out of
   /// memory into memory (memory_fitting_decision; 0: the greedy placement as it is).
   std::int64_t memory_repairs = 20;
+  /// Zero-shot: per op as the checkpoint decides, per decision unit, or the faster of both.
+  ZeroShotGranularity zero_shot_granularity = ZeroShotGranularity::kPolicy;
   /// GO-one: Adam learning rate on a graph that runs out of memory on one device, whose
   /// random start is mostly out-of-memory samples (docs/agents.md "Design decisions
   /// (GO)"); 0: use ppo.learning_rate on every graph (the multi-task agents).

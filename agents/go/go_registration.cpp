@@ -297,6 +297,7 @@ std::vector<GoAgentEntry> go_agents() {
                1e9))});
   GoOptions zero_shot;
   zero_shot.mode = GoMode::kZeroShot;
+  zero_shot.zero_shot_granularity = ZeroShotGranularity::kBest;
   agents.push_back(
       {"go_zero_shot",
        "GO pretrained (checkpoint), applied greedily to a held-out graph with no training "
@@ -309,6 +310,15 @@ std::vector<GoAgentEntry> go_agents() {
                "that move the ops the policy is least sure of off the full devices (0: greedy "
                "only)",
                0, 1e6))
+           .append(Fields().choice(
+               "granularity", &GoOptions::zero_shot_granularity,
+               "policy: the checkpoint's greedy decisions (per op unless it was trained per "
+               "unit); unit: each decision unit on the argmax of its ops' mean logits, memory "
+               "repairs moving whole units; best: the faster of the two (both simulated)",
+               std::vector<std::pair<std::string, ZeroShotGranularity>>{
+                   {"policy", ZeroShotGranularity::kPolicy},
+                   {"unit", ZeroShotGranularity::kUnit},
+                   {"best", ZeroShotGranularity::kBest}}))
            .append(device_field())});
 
   for (auto& a : multitask_agents()) agents.push_back(std::move(a));

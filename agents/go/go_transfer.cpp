@@ -1,6 +1,8 @@
 // The transfer-learning agents: go_pretrain trains one policy on a set of graphs and writes
 // it to a checkpoint; go_finetune and go_zero_shot read it for a held-out graph.
+#include <cmath>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -109,8 +111,31 @@ class GoZeroShotAgent final : public GoAgentBase<Agent> {
     GraphTensors tensors = go_.tensors_for(problem, base);
     const SubnormalsFlushed flushed;
     GoPolicy policy = go_.trained().policy;
-    go_.remember(problem, memory_fitting_decision(policy, tensors, env, base, o.memory_repairs,
-                                                  o.ppo.exploration_block));
+    const bool trained_per_unit = policy->options.unit_decisions();
+    std::vector<bool> granularities;  // per unit or not, in the order they are tried
+    if (o.zero_shot_granularity != ZeroShotGranularity::kUnit) {
+      granularities.push_back(trained_per_unit);
+    }
+    // Where every unit is one op (small graphs, flat names) units decide as ops do.
+    const bool units_are_ops = tensors.num_units == tensors.num_nodes;
+    if (o.zero_shot_granularity == ZeroShotGranularity::kUnit ||
+        (o.zero_shot_granularity == ZeroShotGranularity::kBest && !trained_per_unit &&
+         !units_are_ops)) {
+      granularities.push_back(true);
+    }
+    std::optional<core::Decision> first;
+    for (const bool per_unit : granularities) {
+      // The policy is shared with the learner: the granularity holds for this placement only.
+      policy->options.unit_decisions(per_unit);
+      core::Decision decision = memory_fitting_decision(policy, tensors, env, base,
+                                                        o.memory_repairs, o.ppo.exploration_block);
+      if (!first) first = std::move(decision);
+    }
+    policy->options.unit_decisions(trained_per_unit);
+    // Every decision simulated is the greedy one of a granularity or its move into memory;
+    // the environment kept the fastest that fits. None fits: the first greedy one, as is.
+    go_.remember(problem,
+                 std::isfinite(env.best_step_time_s()) ? env.best_decision() : std::move(*first));
   }
 
  private:

@@ -838,6 +838,67 @@ TEST_F(GoCheckpointTest, PretrainThenZeroShotThenFinetune) {
             check.evaluate(decision).step_time_s);
 }
 
+// Zero-shot's granularity: `unit` places every decision unit whole, `best` simulates both
+// greedy placements and keeps the faster, and neither changes how the loaded policy decides
+// afterwards.
+TEST_F(GoCheckpointTest, ZeroShotGranularityPlacesUnitsWholeOrTheFasterOfBoth) {
+  testing::ProblemFixture train(unit_graph(), "p100x2_pcie", 1);
+  testing::ProblemFixture held_out(unit_graph(), "p100x2_pcie", 2);
+  testing::ProblemFixture other(unit_graph(), "p100x2_pcie", 3);  // not remembered
+  const std::string checkpoint = (dir_ / "go.ckpt").string();
+  AgentRegistry r;
+  register_builtin_agents(r);
+  auto pretrain = r.create("go_pretrain", {{"hidden", "16"},
+                                           {"segment_length", "8"},
+                                           {"max_devices", "4"},
+                                           {"checkpoint", checkpoint},
+                                           {"seed", "2"}});
+  Environment env_train(train.problem);
+  pretrain->train(env_train, TrainBudget().with_steps(4), nullptr);
+  ASSERT_TRUE(std::filesystem::exists(checkpoint));
+
+  struct Placed {
+    std::vector<core::DeviceId> placement;
+    double step_time_s;
+    std::int64_t samples;
+    std::vector<core::DeviceId> afterwards;  // the same agent's greedy placement of `other`
+  };
+  auto place = [&](const std::string& granularity) {
+    auto agent =
+        r.create("go_zero_shot", {{"checkpoint", checkpoint}, {"granularity", granularity}});
+    Environment env(held_out.problem);
+    agent->train(env, TrainBudget().with_steps(1), nullptr);
+    Placed p;
+    p.placement = *agent->propose(held_out.problem).placement;
+    Environment check(held_out.problem);
+    p.step_time_s = check.evaluate(agent->propose(held_out.problem)).step_time_s;
+    p.samples = env.samples();
+    p.afterwards = *agent->propose(other.problem).placement;
+    return p;
+  };
+  const Placed per_op = place("policy");
+  const Placed per_unit = place("unit");
+  const Placed best = place("best");
+  const GraphTensors tensors = make_graph_tensors(held_out.compiled);
+  EXPECT_EQ(ops_off_their_unit(tensors, per_unit.placement), 0);
+  EXPECT_GT(ops_off_their_unit(tensors, per_op.placement), 0)
+      << "the test needs a per-op placement that splits a unit";
+  EXPECT_EQ(per_op.samples, 1);  // both fit: no memory repair
+  EXPECT_EQ(per_unit.samples, 1);
+  EXPECT_EQ(best.samples, 2);
+  EXPECT_EQ(best.step_time_s, std::min(per_op.step_time_s, per_unit.step_time_s));
+  EXPECT_TRUE(best.placement == per_op.placement || best.placement == per_unit.placement);
+  // The granularity held for the held-out graph only: the policy still decides per op.
+  EXPECT_EQ(per_unit.afterwards, per_op.afterwards);
+  EXPECT_EQ(best.afterwards, per_op.afterwards);
+
+  const auto message = gopt::testing::error_of([&] {
+    (void)r.create("go_zero_shot", {{"checkpoint", checkpoint}, {"granularity", "layer"}},
+                   "exp.yaml");
+  });
+  EXPECT_TRUE(gopt::testing::contains(message, "agents.go_zero_shot.granularity")) << message;
+}
+
 // Coarse to fine (unit_phase): the first updates are exactly those of unit decisions, the
 // later ones per op; unit_phase over the whole budget is unit decisions.
 TEST(GoAgentTest, CoarseToFineDecidesPerUnitFirstThenPerOp) {
