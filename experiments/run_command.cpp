@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <ostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,7 @@
 #include "experiments/projection.h"
 #include "experiments/run_team.h"
 #include "experiments/runner.h"
+#include "experiments/version.h"
 
 namespace gopt::experiments {
 namespace {
@@ -115,13 +117,37 @@ int run_writer(const RunArgs& args, ExperimentConfig& config, const std::string&
                const std::string& cpu_numerics, StoreRunTeam* team, LaunchLearners* learners,
                CliContext& ctx);
 
+// The results in the file `out` that a --redo run keeps although it names their agent:
+// those this very build (a clean revision) made under this config, so that a redo that
+// stopped continues with the same command instead of starting over.
+std::set<ResultKey> redone_already(const RunArgs& args, const ExperimentConfig& config,
+                                   const std::string& out) {
+  std::set<ResultKey> redone;
+  std::error_code ec;
+  const std::string revision(git_revision());
+  if (!args.resume || args.redo.empty() || out == "-" || !std::filesystem::exists(out, ec) ||
+      revision == "unknown" || revision.find("-dirty") != std::string::npos) {
+    return redone;
+  }
+  const std::string hash = config_hash(config.resolved_yaml);
+  for (const auto& r : read_results_file(out).results) {
+    if (r.provenance.git_revision == revision && r.provenance.config_hash == hash) {
+      redone.insert(r.key);
+    }
+  }
+  return redone;
+}
+
 // The results of a resumed file that this run skips: all of them but those of the agents
-// named by --redo, which run again (each new result replaces the file's when written).
-std::vector<ResultKey> kept_results(std::vector<ResultKey> existing, const RunArgs& args) {
+// named by --redo, which run again (each new result replaces the file's when written),
+// unless `redone` holds them.
+std::vector<ResultKey> kept_results(std::vector<ResultKey> existing, const RunArgs& args,
+                                    const std::set<ResultKey>& redone) {
   existing.erase(std::remove_if(existing.begin(), existing.end(),
                                 [&](const ResultKey& k) {
                                   return std::find(args.redo.begin(), args.redo.end(), k.agent) !=
-                                         args.redo.end();
+                                             args.redo.end() &&
+                                         redone.count(k) == 0;
                                 }),
                  existing.end());
   return existing;
@@ -149,7 +175,7 @@ int print_plan_only(const RunArgs& args, const ExperimentConfig& config, const s
   if (args.resume && out != "-" && std::filesystem::exists(out, ec)) {
     for (const auto& r : read_results_file(out).results) done.push_back(r.key);
   }
-  done = kept_results(std::move(done), args);
+  done = kept_results(std::move(done), args, redone_already(args, config, out));
   std::map<std::string, double> ops;
   const Plan plan = print_run_plan(config, done, ctx.out, &ops);
   if (!args.costs.empty()) {
@@ -298,6 +324,7 @@ int run_writer(const RunArgs& args, ExperimentConfig& config, const std::string&
                const std::string& cpu_numerics, StoreRunTeam* team, LaunchLearners* learners,
                CliContext& ctx) {
   const bool console_only = out == "-";
+  const std::set<ResultKey> redone = redone_already(args, config, out);
   OpenMode mode =
       args.resume ? OpenMode::kResume : (args.overwrite ? OpenMode::kOverwrite : OpenMode::kCreate);
   std::error_code ec;
@@ -307,7 +334,7 @@ int run_writer(const RunArgs& args, ExperimentConfig& config, const std::string&
   ConsoleSink console(ctx.out);
   if (!console_only) file = std::make_unique<Hdf5Sink>(out, Hdf5SinkOptions().mode(mode));
   const std::vector<ResultKey> done =
-      file ? kept_results(file->existing(), args) : std::vector<ResultKey>{};
+      file ? kept_results(file->existing(), args, redone) : std::vector<ResultKey>{};
   if (team) team->share_start({done});
   ResultSink& sink = console_only ? static_cast<ResultSink&>(console) : *file;
   if (file && args.resume && !file->existing_config().empty() &&

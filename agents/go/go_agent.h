@@ -49,10 +49,11 @@ inline constexpr double kGoOneImitation = 0.3;
 /// Every option of the GO agents. The defaults are go_one's, the options `gopt run` gives
 /// go_one when a config sets none; the other GO agents start from them and change what
 /// differs (go_agent_defaults, go_registration.h).
-/// What go_zero_shot places per (its option `granularity`): the checkpoint's own decisions
-/// (per op unless it was trained per unit), whole decision units (each on the argmax of its
-/// ops' mean logits), or the faster of the two, each simulated and moved into memory.
-enum class ZeroShotGranularity { kPolicy, kUnit, kBest };
+/// The greedy placements go_zero_shot and go_finetune start from (their option
+/// `granularity`): the checkpoint's own decisions (per op unless it was trained per unit),
+/// whole decision units (each on the argmax of its ops' mean logits), or the faster of the
+/// two, each simulated and moved into memory.
+enum class Granularity { kPolicy, kUnit, kBest };
 
 struct GoOptions {
   GoMode mode = GoMode::kOne;
@@ -76,8 +77,11 @@ struct GoOptions {
   /// Zero-shot: at most this many re-placements to move a greedy placement that runs out of
   /// memory into memory (memory_fitting_decision; 0: the greedy placement as it is).
   std::int64_t memory_repairs = 20;
-  /// Zero-shot: per op as the checkpoint decides, per decision unit, or the faster of both.
-  ZeroShotGranularity zero_shot_granularity = ZeroShotGranularity::kPolicy;
+  /// Zero-shot and fine-tuning: the greedy placements they start from (per op as the
+  /// checkpoint decides, per decision unit, or the faster of both); fine-tuning runs its
+  /// unit phase (unit_phase) only from a per-unit start. kPolicy: fine-tuning starts from
+  /// no placement and runs unit_phase as given.
+  Granularity granularity = Granularity::kPolicy;
   /// GO-one: Adam learning rate on a graph that runs out of memory on one device, whose
   /// random start is mostly out-of-memory samples (docs/agents.md "Design decisions
   /// (GO)"); 0: use ppo.learning_rate on every graph (the multi-task agents).

@@ -166,11 +166,11 @@ void GoLearner::check_devices(const Problem& problem) const {
   }
 }
 
-TrainingLoop GoLearner::loop() {
+TrainingLoop GoLearner::loop(std::int64_t unit_phase) {
   TrainingLoop loop(trained_, rng_, options_.ppo);
   loop.share(group_);
-  if (options_.unit_phase > 0) {
-    loop.add(std::make_unique<CoarseToFine>(options_.unit_phase, options_.unit_handover));
+  if (unit_phase > 0) {
+    loop.add(std::make_unique<CoarseToFine>(unit_phase, options_.unit_handover));
   }
   if (!snapshots_.path.empty()) loop.add(std::make_unique<Snapshots>(snapshots_));
   return loop;

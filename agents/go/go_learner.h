@@ -52,7 +52,9 @@ class GoLearner {
 
   /// A training loop for this agent's policy with the callbacks every GO agent has: coarse
   /// to fine (GoOptions::unit_phase) and, when set_snapshots() gave a file, snapshots.
-  [[nodiscard]] TrainingLoop loop();
+  [[nodiscard]] TrainingLoop loop() { return loop(options_.unit_phase); }
+  /// The same with a unit phase of `unit_phase` updates instead of the options'.
+  [[nodiscard]] TrainingLoop loop(std::int64_t unit_phase);
   /// Runs `loop` on `tasks` and remembers the best decision found on each.
   void train(TrainingLoop& loop, std::vector<PpoTask>& tasks, const TrainBudget& budget,
              TrainingObserver* observer);

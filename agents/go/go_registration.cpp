@@ -211,6 +211,24 @@ Fields task_fields() {
               0, 100);
 }
 
+// The agents that read a checkpoint place the graph greedily first (zero-shot, and
+// fine-tuning's start), moving a placement that does not fit into memory.
+Fields memory_repairs_field() {
+  return Fields().integer(
+      "memory_repairs", &GoOptions::memory_repairs,
+      "when a greedy placement runs out of memory, at most this many re-placements that move "
+      "the ops the policy is least sure of off the full devices (0: greedy only)",
+      0, 1e6);
+}
+
+Fields granularity_field(std::string help) {
+  return Fields().choice(
+      "granularity", &GoOptions::granularity, std::move(help),
+      std::vector<std::pair<std::string, Granularity>>{{"policy", Granularity::kPolicy},
+                                                       {"unit", Granularity::kUnit},
+                                                       {"best", Granularity::kBest}});
+}
+
 // One GO agent: its registry entry's text, the options it starts from and its fields.
 struct GoAgentEntry {
   std::string name;
@@ -294,31 +312,29 @@ std::vector<GoAgentEntry> go_agents() {
            .append(Fields().integer(
                "finetune_steps", &GoOptions::finetune_steps,
                "at most this many fine-tuning updates, whatever the budget (paper: under 50)", 0,
-               1e9))});
+               1e9))
+           .append(memory_repairs_field())
+           .append(granularity_field(
+               "the start: policy, none (fine-tuning per op, or coarse to fine for unit_phase "
+               "updates when set); unit, the greedy placement per decision unit (zero-shot's), "
+               "then unit_phase updates per unit; best, the faster of the greedy placements "
+               "per op and per unit (both simulated), and the unit phase only when per unit "
+               "was faster"))});
   GoOptions zero_shot;
   zero_shot.mode = GoMode::kZeroShot;
-  zero_shot.zero_shot_granularity = ZeroShotGranularity::kBest;
+  zero_shot.granularity = Granularity::kBest;
   agents.push_back(
       {"go_zero_shot",
        "GO pretrained (checkpoint), applied greedily to a held-out graph with no training "
        "(moved into memory if it does not fit)",
        false, zero_shot,
        checkpoint_in_field()
-           .append(Fields().integer(
-               "memory_repairs", &GoOptions::memory_repairs,
-               "when the greedy placement runs out of memory, at most this many re-placements "
-               "that move the ops the policy is least sure of off the full devices (0: greedy "
-               "only)",
-               0, 1e6))
-           .append(Fields().choice(
-               "granularity", &GoOptions::zero_shot_granularity,
-               "policy: the checkpoint's greedy decisions (per op unless it was trained per "
-               "unit); unit: each decision unit on the argmax of its ops' mean logits, memory "
-               "repairs moving whole units; best: the faster of the two (both simulated)",
-               std::vector<std::pair<std::string, ZeroShotGranularity>>{
-                   {"policy", ZeroShotGranularity::kPolicy},
-                   {"unit", ZeroShotGranularity::kUnit},
-                   {"best", ZeroShotGranularity::kBest}}))
+           .append(memory_repairs_field())
+           .append(granularity_field(
+               "the greedy placement: policy, the checkpoint's decisions (per op unless it was "
+               "trained per unit); unit, each decision unit on the argmax of its ops' mean "
+               "logits, memory repairs moving whole units; best, the faster of the two (both "
+               "simulated)"))
            .append(device_field())});
 
   for (auto& a : multitask_agents()) agents.push_back(std::move(a));

@@ -2,7 +2,6 @@
 // it to a checkpoint; go_finetune and go_zero_shot read it for a held-out graph.
 #include <cmath>
 #include <memory>
-#include <optional>
 #include <utility>
 #include <vector>
 
@@ -13,6 +12,49 @@
 
 namespace gopt::agents::go {
 namespace {
+
+// What place_greedily() simulated.
+struct GreedyStart {
+  core::Decision first;           // the first granularity's placement (kept if none fits)
+  bool per_unit_fastest = false;  // the fastest placement that fits was the per-unit one
+};
+
+// The loaded policy's greedy placements of `env`'s graph at `granularity` (the
+// checkpoint's own decisions, whole decision units, or both), each moved into memory
+// (memory_fitting_decision) and simulated on `env`, which counts every simulation and
+// keeps the fastest decision that fits. Where every unit is one op (small graphs, flat
+// names) units decide as ops do, and `best` places once.
+GreedyStart place_greedily(GoLearner& go, Environment& env, Granularity granularity) {
+  const GoOptions& o = go.options();
+  const Problem& problem = env.problem();
+  go.check_devices(problem);
+  const DecisionBase base = go.base_for(problem);
+  const GraphTensors tensors = go.tensors_for(problem, base);
+  const SubnormalsFlushed flushed;
+  GoPolicy policy = go.trained().policy;
+  const bool trained_per_unit = policy->options.unit_decisions();
+  const bool units_are_ops = tensors.num_units == tensors.num_nodes;
+  std::vector<bool> granularities;  // per unit or not, in the order they are tried
+  if (granularity != Granularity::kUnit) granularities.push_back(trained_per_unit);
+  if (granularity == Granularity::kUnit ||
+      (granularity == Granularity::kBest && !trained_per_unit && !units_are_ops)) {
+    granularities.push_back(true);
+  }
+  GreedyStart start;
+  bool placed = false;
+  for (const bool per_unit : granularities) {
+    const Seconds best_before = env.best_step_time_s();
+    // The policy is shared with the learner: the granularity holds for this placement only.
+    policy->options.unit_decisions(per_unit);
+    core::Decision decision = memory_fitting_decision(policy, tensors, env, base, o.memory_repairs,
+                                                      o.ppo.exploration_block);
+    if (env.best_step_time_s() < best_before) start.per_unit_fastest = per_unit;
+    if (!placed) start.first = std::move(decision);
+    placed = true;
+  }
+  policy->options.unit_decisions(trained_per_unit);
+  return start;
+}
 
 class GoPretrainAgent final : public GoAgentBase<TransferableAgent> {
  public:
@@ -84,7 +126,14 @@ class GoFinetuneAgent final : public GoAgentBase<Agent> {
     const GoOptions& o = go_.options();
     if (!go_.has_policy()) go_.load_policy();
     go_.reseed(core::mix_seed(o.seed, env.problem().seed));
-    TrainingLoop loop = go_.loop();
+    // From `best`'s start the unit phase runs only where whole units placed the graph
+    // faster. Fine-tuning never ends behind its start (the environment keeps it).
+    std::int64_t unit_phase = o.unit_phase;
+    if (o.granularity != Granularity::kPolicy) {
+      const bool per_unit_fastest = place_greedily(go_, env, o.granularity).per_unit_fastest;
+      if (o.granularity == Granularity::kBest && !per_unit_fastest) unit_phase = 0;
+    }
+    TrainingLoop loop = go_.loop(unit_phase);
     loop.max_updates(o.finetune_steps);
     std::vector<PpoTask> tasks;
     tasks.push_back(go_.task_for(env));
@@ -105,37 +154,10 @@ class GoZeroShotAgent final : public GoAgentBase<Agent> {
              TrainingObserver* /*observer*/) override {
     const GoOptions& o = go_.options();
     if (!go_.has_policy()) go_.load_policy();
-    const Problem& problem = env.problem();
-    go_.check_devices(problem);
-    const DecisionBase base = go_.base_for(problem);
-    GraphTensors tensors = go_.tensors_for(problem, base);
-    const SubnormalsFlushed flushed;
-    GoPolicy policy = go_.trained().policy;
-    const bool trained_per_unit = policy->options.unit_decisions();
-    std::vector<bool> granularities;  // per unit or not, in the order they are tried
-    if (o.zero_shot_granularity != ZeroShotGranularity::kUnit) {
-      granularities.push_back(trained_per_unit);
-    }
-    // Where every unit is one op (small graphs, flat names) units decide as ops do.
-    const bool units_are_ops = tensors.num_units == tensors.num_nodes;
-    if (o.zero_shot_granularity == ZeroShotGranularity::kUnit ||
-        (o.zero_shot_granularity == ZeroShotGranularity::kBest && !trained_per_unit &&
-         !units_are_ops)) {
-      granularities.push_back(true);
-    }
-    std::optional<core::Decision> first;
-    for (const bool per_unit : granularities) {
-      // The policy is shared with the learner: the granularity holds for this placement only.
-      policy->options.unit_decisions(per_unit);
-      core::Decision decision = memory_fitting_decision(policy, tensors, env, base,
-                                                        o.memory_repairs, o.ppo.exploration_block);
-      if (!first) first = std::move(decision);
-    }
-    policy->options.unit_decisions(trained_per_unit);
-    // Every decision simulated is the greedy one of a granularity or its move into memory;
-    // the environment kept the fastest that fits. None fits: the first greedy one, as is.
-    go_.remember(problem,
-                 std::isfinite(env.best_step_time_s()) ? env.best_decision() : std::move(*first));
+    GreedyStart start = place_greedily(go_, env, o.granularity);
+    // The environment kept the fastest decision that fits; none fits: the first greedy one.
+    go_.remember(env.problem(), std::isfinite(env.best_step_time_s()) ? env.best_decision()
+                                                                      : std::move(start.first));
   }
 
  private:

@@ -899,6 +899,66 @@ TEST_F(GoCheckpointTest, ZeroShotGranularityPlacesUnitsWholeOrTheFasterOfBoth) {
   EXPECT_TRUE(gopt::testing::contains(message, "agents.go_zero_shot.granularity")) << message;
 }
 
+// Fine-tuning's granularity: `best` starts from zero-shot's placements (counted as samples,
+// never ended behind) and runs its unit phase only when whole units were faster; after the
+// start it trains exactly as `unit` (unit phase) or as `policy` without one.
+TEST_F(GoCheckpointTest, FinetuneRunsItsUnitPhaseOnlyFromAFasterPerUnitStart) {
+  testing::ProblemFixture train(unit_graph(), "p100x2_pcie", 1);
+  testing::ProblemFixture held_out(unit_graph(), "p100x2_pcie", 2);
+  const std::string checkpoint = (dir_ / "go.ckpt").string();
+  AgentRegistry r;
+  register_builtin_agents(r);
+  auto pretrain = r.create("go_pretrain", {{"hidden", "16"},
+                                           {"segment_length", "8"},
+                                           {"max_devices", "4"},
+                                           {"checkpoint", checkpoint},
+                                           {"seed", "2"}});
+  Environment env_train(train.problem);
+  pretrain->train(env_train, TrainBudget().with_steps(4), nullptr);
+
+  auto zero_shot_time = [&](const std::string& granularity) {
+    auto agent =
+        r.create("go_zero_shot", {{"checkpoint", checkpoint}, {"granularity", granularity}});
+    Environment env(held_out.problem);
+    agent->train(env, TrainBudget(), nullptr);
+    return env.best_step_time_s();
+  };
+  const double per_op = zero_shot_time("policy");
+  const double per_unit = zero_shot_time("unit");
+  ASSERT_NE(per_op, per_unit) << "the test needs the two starts to differ";
+
+  struct Run {
+    std::vector<double> means;  // each update's mean sampled step time
+    double best_s;
+    std::int64_t samples;
+  };
+  auto finetune = [&](std::map<std::string, std::string> options) {
+    options.insert({{"checkpoint", checkpoint},
+                    {"finetune_steps", "4"},
+                    {"samples_per_step", "4"},
+                    {"unit_phase", "2"}});
+    auto agent = r.create("go_finetune", options);
+    Environment env(held_out.problem);
+    Curve curve;
+    agent->train(env, TrainBudget().with_steps(4), &curve);
+    Run run{{}, env.best_step_time_s(), env.samples()};
+    for (const auto& p : curve.points) run.means.push_back(p.mean_step_time_s);
+    return run;
+  };
+  const Run best = finetune({{"granularity", "best"}});
+  const Run from_units = finetune({{"granularity", "unit"}});
+  const Run per_op_only = finetune({{"granularity", "policy"}, {"unit_phase", "0"}});
+  const Run coarse_to_fine = finetune({{"granularity", "policy"}});
+  ASSERT_EQ(best.means.size(), 4u);
+  EXPECT_NE(per_op_only.means, coarse_to_fine.means);  // the unit phase changes training
+  EXPECT_EQ(best.means, per_unit < per_op ? coarse_to_fine.means : per_op_only.means)
+      << "per op " << per_op << " s, per unit " << per_unit << " s";
+  EXPECT_EQ(from_units.means, coarse_to_fine.means);
+  EXPECT_LE(best.best_s, std::min(per_op, per_unit));
+  EXPECT_EQ(best.samples, per_op_only.samples + 2);  // the two greedy starts
+  EXPECT_EQ(from_units.samples, per_op_only.samples + 1);
+}
+
 // Coarse to fine (unit_phase): the first updates are exactly those of unit decisions, the
 // later ones per op; unit_phase over the whole budget is unit decisions.
 TEST(GoAgentTest, CoarseToFineDecidesPerUnitFirstThenPerOp) {

@@ -22,6 +22,7 @@
 #include "experiments/bound_refresh.h"
 #include "experiments/config.h"
 #include "experiments/hdf5_sink.h"
+#include "experiments/version.h"
 #include "tests/support/files.h"
 #include "tests/support/run_command.h"
 
@@ -265,6 +266,16 @@ TEST(RunCommandTest, RedoRunsTheNamedAgentAgainAndReplacesOnlyItsRows) {
       EXPECT_EQ(r.best_step_time_s, was->best_step_time_s);
     }
   }
+
+  // The same redo again (a redo that stopped, continued with its own command) keeps what
+  // this build redid under this config. A build from a modified tree cannot tell its
+  // versions apart, so it redoes everything it is told to.
+  auto again = run_command(kGopt + " run " + config + " --resume --redo hdp --out " + out);
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  const std::string revision(git_revision());
+  const bool clean = revision != "unknown" && revision.find("-dirty") == std::string::npos;
+  EXPECT_TRUE(contains(again.out, clean ? "0 new results" : "2 new results")) << revision << "\n"
+                                                                              << again.out;
 }
 
 // Rows from two binaries: `gopt table` names both revisions and how many rows each wrote.
