@@ -126,6 +126,7 @@ std::unique_ptr<CLI::App> build_cli(CliContext& context) {
   add_run_command(*app, context);
   add_table_command(*app, context);
   add_report_command(*app, context);
+  add_ablation_command(*app, context);
   add_compare_command(*app, context);
   add_calibrate_command(*app, context);
   add_validate_command(*app, context);

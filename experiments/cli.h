@@ -72,6 +72,9 @@ void add_report_command(CLI::App& app, CliContext& context);
 /// Registers `gopt compare` (compare_command.cpp).
 void add_compare_command(CLI::App& app, CliContext& context);
 
+/// Registers `gopt ablation` (ablation_command.cpp).
+void add_ablation_command(CLI::App& app, CliContext& context);
+
 /// Registers `gopt calibrate` (calibrate_command.cpp).
 void add_calibrate_command(CLI::App& app, CliContext& context);
 

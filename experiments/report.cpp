@@ -1,9 +1,11 @@
 #include "experiments/report.h"
 
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <vector>
 
+#include "core/errors.h"
 #include "experiments/tables.h"
 
 namespace gopt::experiments {
@@ -91,6 +93,19 @@ std::string portable_command(const std::string& command) {
 std::string portable_path(const std::string& path) {
   const std::filesystem::path p(path);
   return p.is_absolute() ? p.filename().string() : path;
+}
+
+void write_page(const std::string& path, const std::string& page) {
+  const std::filesystem::path target(path);
+  const auto temporary = target.string() + ".tmp";
+  {
+    std::ofstream f(temporary, std::ios::binary | std::ios::trunc);
+    if (!f) throw core::InputError(path, "--out", "cannot be written");
+    f << page;
+    f.close();
+    if (!f) throw core::InputError(path, "--out", "writing it failed");
+  }
+  std::filesystem::rename(temporary, target);
 }
 
 std::string render_report(const ResultsFile& file, const ReportOptions& options) {

@@ -28,6 +28,10 @@ struct ReportOptions {
 /// run on one machine names no directory of it.
 [[nodiscard]] std::string portable_command(const std::string& command);
 
+/// Writes `page` to `path` through a temporary file renamed over it, so that a failed write
+/// leaves the old page; InputError naming `path` and `--out` when it cannot be written.
+void write_page(const std::string& path, const std::string& page);
+
 /// `path` itself when relative, else its file name.
 [[nodiscard]] std::string portable_path(const std::string& path);
 

@@ -1,8 +1,6 @@
 // `gopt report RESULTS.h5 [--out PAGE.md]`: a results page (report.h) from a results file
 // written by `gopt run`.
 #include <CLI/CLI.hpp>
-#include <filesystem>
-#include <fstream>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -34,17 +32,7 @@ int write_report(const ReportArgs& args, CliContext& ctx) {
     ctx.out << page;
     return kExitOk;
   }
-  // Written next to the target and renamed over it: a failed write leaves the old page.
-  const std::filesystem::path target(args.out);
-  const auto temporary = target.string() + ".tmp";
-  {
-    std::ofstream f(temporary, std::ios::binary | std::ios::trunc);
-    if (!f) throw core::InputError(args.out, "--out", "cannot be written");
-    f << page;
-    f.close();
-    if (!f) throw core::InputError(args.out, "--out", "writing it failed");
-  }
-  std::filesystem::rename(temporary, target);
+  write_page(args.out, page);
   ctx.err << "gopt: wrote " << args.out << " (" << file.results.size() << " results)\n";
   return kExitOk;
 }

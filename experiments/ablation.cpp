@@ -1,0 +1,182 @@
+#include "experiments/ablation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "core/errors.h"
+#include "core/strings.h"
+#include "experiments/report.h"
+
+namespace gopt::experiments {
+namespace {
+
+// A change counts as level when it is within this fraction either way.
+constexpr double kLevel = 0.005;
+
+std::string fixed(double value, int digits) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), "%.*f", digits, value);
+  return buffer;
+}
+
+std::string percent(double change) {
+  return (change >= 0 ? "+" : "") + fixed(100 * change, 1) + "%";
+}
+
+// The side's results by workload and seed.
+std::map<std::string, std::map<std::uint64_t, const RunResult*>> by_workload(
+    const AblationSide& side) {
+  std::map<std::string, std::map<std::uint64_t, const RunResult*>> out;
+  for (const auto& r : side.file->results) {
+    if (r.key.agent == side.agent) out[r.key.workload][r.key.seed] = &r;
+  }
+  if (out.empty()) {
+    throw core::InputError(side.file->path, "--agent",
+                           "no result of agent '" + side.agent + "' in this file");
+  }
+  return out;
+}
+
+// What the side's rows were made by: each revision with its count of results.
+std::string revisions(const AblationSide& side, const std::vector<AblationRow>& rows) {
+  std::map<std::string, int> counts;
+  std::set<std::string> workloads;
+  for (const auto& row : rows) workloads.insert(row.workload);
+  for (const auto& r : side.file->results) {
+    if (r.key.agent == side.agent && workloads.count(r.key.workload) > 0) {
+      ++counts[r.provenance.git_revision.empty() ? "unknown" : r.provenance.git_revision];
+    }
+  }
+  std::vector<std::string> parts;
+  for (const auto& [revision, n] : counts) {
+    parts.push_back(revision + " (" + std::to_string(n) + " results)");
+  }
+  return core::join(parts);
+}
+
+// The resolved options of the side's first result (empty for files from before they were
+// recorded).
+std::map<std::string, std::string> options_of(const AblationSide& side) {
+  for (const auto& r : side.file->results) {
+    if (r.key.agent == side.agent) {
+      return r.resolved_options.empty() ? r.options : r.resolved_options;
+    }
+  }
+  return {};
+}
+
+// "name: value" for every option both sides record with different values, one list per
+// side (an option one side lacks came after its run: not a difference of the runs).
+std::pair<std::string, std::string> differing_options(const AblationSide& with,
+                                                      const AblationSide& without) {
+  const auto a = options_of(with);
+  const auto b = options_of(without);
+  std::vector<std::string> left, right;
+  for (const auto& [name, value] : a) {
+    const auto other = b.find(name);
+    if (other == b.end() || other->second == value) continue;
+    left.push_back(name + ": " + value);
+    right.push_back(name + ": " + other->second);
+  }
+  if (left.empty()) return {"none", "none"};
+  return {core::join(left), core::join(right)};
+}
+
+}  // namespace
+
+std::vector<AblationRow> ablation_rows(const AblationSide& with, const AblationSide& without) {
+  const auto a = by_workload(with);
+  const auto b = by_workload(without);
+  // The workloads in the order `with`'s file ran them.
+  std::vector<std::string> order;
+  std::set<std::string> seen;
+  for (const auto& r : with.file->results) {
+    if (r.key.agent == with.agent && seen.insert(r.key.workload).second) {
+      order.push_back(r.key.workload);
+    }
+  }
+  std::vector<AblationRow> rows;
+  for (const auto& workload : order) {
+    const auto other = b.find(workload);
+    if (other == b.end()) continue;
+    AblationRow row;
+    row.workload = workload;
+    for (const auto& [seed, result] : a.at(workload)) {
+      const auto match = other->second.find(seed);
+      if (match == other->second.end()) continue;
+      row.seeds.push_back(seed);
+      row.with_s += result->best_step_time_s;
+      row.without_s += match->second->best_step_time_s;
+      row.with_samples += static_cast<double>(result->samples);
+      row.without_samples += static_cast<double>(match->second->samples);
+      row.oom = row.oom || result->oom || match->second->oom;
+    }
+    if (row.seeds.empty()) continue;
+    const auto n = static_cast<double>(row.seeds.size());
+    row.with_s /= n;
+    row.without_s /= n;
+    row.with_samples /= n;
+    row.without_samples /= n;
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+std::string render_ablation(const AblationSide& with, const AblationSide& without,
+                            const std::string& regenerate) {
+  const auto rows = ablation_rows(with, without);
+  const auto [with_options, without_options] = differing_options(with, without);
+  std::ostringstream page;
+  page << "# Ablation: " << with.agent << " against " << without.agent << "\n\n"
+       << "<!-- Generated by gopt ablation from two results files; do not edit by hand. -->\n\n"
+       << "Made with `" << regenerate << "`. Mean simulated step time over the seeds both "
+       << "sides have, per workload; change: with against without (negative: faster).\n\n"
+       << "| | with | without |\n|---|---|---|\n"
+       << "| file | `" << portable_path(with.file->path) << "` | `"
+       << portable_path(without.file->path) << "` |\n"
+       << "| experiment | " << with.file->metadata.experiment << " | "
+       << without.file->metadata.experiment << " |\n"
+       << "| agent | " << with.agent << " | " << without.agent << " |\n"
+       << "| options that differ | " << with_options << " | " << without_options << " |\n"
+       << "| revisions | " << revisions(with, rows) << " | " << revisions(without, rows)
+       << " |\n\n";
+  if (rows.empty()) {
+    page << "No workload has results of both agents at a common seed.\n";
+    return page.str();
+  }
+  page << "| workload | seeds | without (ms) | with (ms) | change | samples without | samples "
+          "with |\n|:---|:---|---:|---:|---:|---:|---:|\n";
+  double log_sum = 0;
+  int compared = 0, faster = 0, level = 0, slower = 0;
+  for (const auto& row : rows) {
+    std::vector<std::string> seeds;
+    for (auto s : row.seeds) seeds.push_back(std::to_string(s));
+    std::string change = "OOM";
+    if (!row.oom) {
+      const double c = row.with_s / row.without_s - 1;
+      change = percent(c);
+      log_sum += std::log(row.with_s / row.without_s);
+      ++compared;
+      (c < -kLevel ? faster : c > kLevel ? slower : level) += 1;
+    }
+    page << "| " << row.workload << " | " << core::join(seeds) << " | "
+         << fixed(1e3 * row.without_s, 1) << " | " << fixed(1e3 * row.with_s, 1) << " | " << change
+         << " | " << fixed(row.without_samples, 0) << " | " << fixed(row.with_samples, 0) << " |\n";
+  }
+  page << "\nSummary: " << with.agent << " with the change against " << without.agent
+       << " without it: ";
+  if (compared == 0) {
+    page << "no workload where both fit in memory.\n";
+    return page.str();
+  }
+  page << percent(std::exp(log_sum / compared) - 1) << " in the geometric mean of the step "
+       << "time over " << compared << " workloads; faster on " << faster << ", level (within "
+       << fixed(100 * kLevel, 1) << "%) on " << level << ", slower on " << slower << ".\n";
+  return page.str();
+}
+
+}  // namespace gopt::experiments

@@ -1,0 +1,44 @@
+// An ablation page: one agent's results with a change against the same agent's (or
+// another's) without it, workload by workload over the seeds both have, from two results
+// files (or one). `gopt ablation WITH.h5 WITHOUT.h5 --agent NAME --out PAGE.md` writes it,
+// so that docs cite a generated comparison instead of figures copied by hand.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "experiments/hdf5_sink.h"
+
+namespace gopt::experiments {
+
+/// One side of an ablation: a results file and the agent label whose rows it compares.
+struct AblationSide {
+  const ResultsFile* file = nullptr;
+  std::string agent;
+};
+
+/// One workload of an ablation, over the seeds both sides have.
+struct AblationRow {
+  std::string workload;
+  std::vector<std::uint64_t> seeds;
+  double without_s = 0;  ///< mean step time over `seeds`, seconds
+  double with_s = 0;
+  bool oom = false;            ///< a result of either side ran out of memory (no change computed)
+  double without_samples = 0;  ///< mean simulations per result
+  double with_samples = 0;
+};
+
+/// The rows, in the order of the workloads in `with`'s file; workloads without a common
+/// seed are left out. Throws InputError naming a file that has no result of its agent.
+[[nodiscard]] std::vector<AblationRow> ablation_rows(const AblationSide& with,
+                                                     const AblationSide& without);
+
+/// The page: both sides' provenance (file, experiment, revisions, the options that differ
+/// between the two agents), the rows with each workload's change, and a summary line (the
+/// geometric mean change and how many workloads are faster, level within 0.5%, slower).
+/// `regenerate` is the command that makes the page again.
+[[nodiscard]] std::string render_ablation(const AblationSide& with, const AblationSide& without,
+                                          const std::string& regenerate);
+
+}  // namespace gopt::experiments

@@ -1,0 +1,117 @@
+// `gopt ablation`: an agent with a change against one without it, over the seeds both
+// results files have, with the options that differ and a summary that could be wrong.
+#include "experiments/ablation.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "tests/support/files.h"
+#include "tests/support/run_command.h"
+
+namespace gopt::experiments {
+namespace {
+
+const std::string kGopt = GOPT_BINARY;
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+struct Row {
+  const char* workload;
+  std::uint64_t seed;
+  double step_s;
+  bool oom;
+};
+
+// A results file with `agent`'s rows, run with `samples_per_step`.
+void write_file(const std::filesystem::path& path, const std::string& agent,
+                const std::string& samples_per_step, const std::vector<Row>& rows) {
+  Hdf5Sink sink(path);
+  RunMetadata m;
+  m.experiment = "ablation_fixture";
+  m.provenance.git_revision = "abc1234";
+  sink.begin(m);
+  for (const auto& row : rows) {
+    RunResult r;
+    r.key = {row.workload, agent, row.seed};
+    r.agent_type = "go_one";
+    r.best_step_time_s = row.step_s;
+    r.oom = row.oom;
+    r.samples = samples_per_step == "64" ? 13001 : 3401;
+    r.resolved_options = {{"samples_per_step", samples_per_step}, {"unit_phase", "100"}};
+    r.provenance.git_revision = "abc1234";
+    sink.write(r);
+  }
+}
+
+TEST(AblationTest, ComparesCommonSeedsPerWorkloadAndSaysWhatDiffers) {
+  const std::filesystem::path dir = gopt::testing::make_temp_dir("gopt_ablation");
+  const auto with = dir / "with.h5";
+  const auto without = dir / "without.h5";
+  // Seed 1 only in `with`, seed 3 only in `without`: only seed 2 and workloads a, b, c count.
+  write_file(with, "go", "64",
+             {{"a", 1, 9.0, false},
+              {"a", 2, 0.080, false},
+              {"b", 2, 0.300, false},
+              {"c", 2, 0.100, false},
+              {"d", 2, 0.050, true},
+              {"only_with", 2, 1.0, false}});
+  write_file(without, "go16", "16",
+             {{"a", 2, 0.100, false},
+              {"a", 3, 7.0, false},
+              {"b", 2, 0.200, false},
+              {"c", 2, 0.1002, false},
+              {"d", 2, 0.060, false}});
+  const ResultsFile a = read_results_file(with);
+  const ResultsFile b = read_results_file(without);
+
+  const auto rows = ablation_rows({&a, "go"}, {&b, "go16"});
+  ASSERT_EQ(rows.size(), 4u);  // a, b, c, d in `with`'s order; only_with has no partner
+  EXPECT_EQ(rows[0].workload, "a");
+  EXPECT_EQ(rows[0].seeds, std::vector<std::uint64_t>{2});
+  EXPECT_DOUBLE_EQ(rows[0].with_s, 0.080);
+  EXPECT_DOUBLE_EQ(rows[0].without_s, 0.100);
+  EXPECT_DOUBLE_EQ(rows[0].with_samples, 13001);
+  EXPECT_TRUE(rows[3].oom);
+
+  const std::string page = render_ablation({&a, "go"}, {&b, "go16"}, "gopt ablation x y");
+  EXPECT_TRUE(contains(page, "| a | 2 | 100.0 | 80.0 | -20.0% | 3401 | 13001 |")) << page;
+  EXPECT_TRUE(contains(page, "| b | 2 | 200.0 | 300.0 | +50.0% |")) << page;
+  EXPECT_TRUE(contains(page, "| d | 2 | 60.0 | 50.0 | OOM |")) << page;
+  EXPECT_TRUE(
+      contains(page, "| options that differ | samples_per_step: 64 | samples_per_step: 16 |"))
+      << page;
+  // Geometric mean of 0.8, 1.5 and 0.998 (d ran out of memory): 1.0619, +6.2%.
+  EXPECT_TRUE(contains(page,
+                       "+6.2% in the geometric mean of the step time over 3 workloads; "
+                       "faster on 1, level (within 0.5%) on 1, slower on 1."))
+      << page;
+
+  // The command writes the page; an agent a file lacks is an error naming the file.
+  const auto out = (dir / "page.md").string();
+  auto cli =
+      gopt::testing::run_command(kGopt + " ablation " + with.string() + " " + without.string() +
+                                 " --agent go --without-agent go16 " + "--out " + out);
+  ASSERT_EQ(cli.exit_code, 0) << cli.err;
+  std::ifstream f(out);
+  const std::string written((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(contains(written, "-20.0%")) << written;
+  EXPECT_TRUE(contains(written,
+                       "Made with `gopt ablation with.h5 without.h5 --agent go "
+                       "--without-agent go16 --out page.md`"))
+      << written;
+  auto missing = gopt::testing::run_command(kGopt + " ablation " + with.string() + " " +
+                                            without.string() + " --agent go");
+  EXPECT_EQ(missing.exit_code, 1) << missing.err;
+  EXPECT_TRUE(contains(missing.err, without.string())) << missing.err;
+  EXPECT_TRUE(contains(missing.err, "no result of agent 'go'")) << missing.err;
+  gopt::testing::remove_tree(dir.string());
+}
+
+}  // namespace
+}  // namespace gopt::experiments
