@@ -69,18 +69,25 @@ std::map<std::string, std::string> options_of(const AblationSide& side) {
   return {};
 }
 
-// "name: value" for every option both sides record with different values, one list per
-// side (an option one side lacks came after its run: not a difference of the runs).
+// "name: value" for every option whose value differs between the two sides, one list per
+// side; "(not recorded)" for an option one side's results lack (one that came after its
+// run).
 std::pair<std::string, std::string> differing_options(const AblationSide& with,
                                                       const AblationSide& without) {
   const auto a = options_of(with);
   const auto b = options_of(without);
+  std::set<std::string> names;
+  for (const auto& [name, value] : a) names.insert(name);
+  for (const auto& [name, value] : b) names.insert(name);
   std::vector<std::string> left, right;
-  for (const auto& [name, value] : a) {
-    const auto other = b.find(name);
-    if (other == b.end() || other->second == value) continue;
-    left.push_back(name + ": " + value);
-    right.push_back(name + ": " + other->second);
+  for (const auto& name : names) {
+    const auto x = a.find(name);
+    const auto y = b.find(name);
+    const std::string vx = x == a.end() ? "(not recorded)" : x->second;
+    const std::string vy = y == b.end() ? "(not recorded)" : y->second;
+    if (vx == vy) continue;
+    left.push_back(name + ": " + vx);
+    right.push_back(name + ": " + vy);
   }
   if (left.empty()) return {"none", "none"};
   return {core::join(left), core::join(right)};

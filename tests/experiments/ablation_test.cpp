@@ -44,6 +44,7 @@ void write_file(const std::filesystem::path& path, const std::string& agent,
     r.oom = row.oom;
     r.samples = samples_per_step == "64" ? 13001 : 3401;
     r.resolved_options = {{"samples_per_step", samples_per_step}, {"unit_phase", "100"}};
+    if (samples_per_step == "64") r.resolved_options["granularity"] = "best";  // a newer option
     r.provenance.git_revision = "abc1234";
     sink.write(r);
   }
@@ -83,8 +84,9 @@ TEST(AblationTest, ComparesCommonSeedsPerWorkloadAndSaysWhatDiffers) {
   EXPECT_TRUE(contains(page, "| a | 2 | 100.0 | 80.0 | -20.0% | 3401 | 13001 |")) << page;
   EXPECT_TRUE(contains(page, "| b | 2 | 200.0 | 300.0 | +50.0% |")) << page;
   EXPECT_TRUE(contains(page, "| d | 2 | 60.0 | 50.0 | OOM |")) << page;
-  EXPECT_TRUE(
-      contains(page, "| options that differ | samples_per_step: 64 | samples_per_step: 16 |"))
+  EXPECT_TRUE(contains(page,
+                       "| options that differ | granularity: best, samples_per_step: 64 | "
+                       "granularity: (not recorded), samples_per_step: 16 |"))
       << page;
   // Geometric mean of 0.8, 1.5 and 0.998 (d ran out of memory): 1.0619, +6.2%.
   EXPECT_TRUE(contains(page,
