@@ -117,20 +117,18 @@ int run_writer(const RunArgs& args, ExperimentConfig& config, const std::string&
                const std::string& cpu_numerics, StoreRunTeam* team, LaunchLearners* learners,
                CliContext& ctx);
 
-// The results in the file `out` that a --redo run keeps although it names their agent:
-// those this very build (a clean revision) made under this config, so that a redo that
-// stopped continues with the same command instead of starting over.
+// The results among `results` (a resumed file's) that a --redo run keeps although it names
+// their agent: those this very build (a clean revision) made under this config, so that a
+// redo that stopped continues with the same command instead of starting over.
 std::set<ResultKey> redone_already(const RunArgs& args, const ExperimentConfig& config,
-                                   const std::string& out) {
+                                   const std::vector<RunResult>& results) {
   std::set<ResultKey> redone;
-  std::error_code ec;
   const std::string revision(git_revision());
-  if (!args.resume || args.redo.empty() || out == "-" || !std::filesystem::exists(out, ec) ||
-      revision == "unknown" || revision.find("-dirty") != std::string::npos) {
+  if (args.redo.empty() || revision == "unknown" || revision.find("-dirty") != std::string::npos) {
     return redone;
   }
   const std::string hash = config_hash(config.resolved_yaml);
-  for (const auto& r : read_results_file(out).results) {
+  for (const auto& r : results) {
     if (r.provenance.git_revision == revision && r.provenance.config_hash == hash) {
       redone.insert(r.key);
     }
@@ -171,11 +169,14 @@ void check_redo(const RunArgs& args, const ExperimentConfig& config) {
 int print_plan_only(const RunArgs& args, const ExperimentConfig& config, const std::string& out,
                     CliContext& ctx) {
   std::vector<ResultKey> done;
+  std::set<ResultKey> redone;
   std::error_code ec;
   if (args.resume && out != "-" && std::filesystem::exists(out, ec)) {
-    for (const auto& r : read_results_file(out).results) done.push_back(r.key);
+    const ResultsFile file = read_results_file(out);
+    for (const auto& r : file.results) done.push_back(r.key);
+    redone = redone_already(args, config, file.results);
   }
-  done = kept_results(std::move(done), args, redone_already(args, config, out));
+  done = kept_results(std::move(done), args, redone);
   std::map<std::string, double> ops;
   const Plan plan = print_run_plan(config, done, ctx.out, &ops);
   if (!args.costs.empty()) {
@@ -324,10 +325,13 @@ int run_writer(const RunArgs& args, ExperimentConfig& config, const std::string&
                const std::string& cpu_numerics, StoreRunTeam* team, LaunchLearners* learners,
                CliContext& ctx) {
   const bool console_only = out == "-";
-  const std::set<ResultKey> redone = redone_already(args, config, out);
+  std::error_code ec;
+  std::set<ResultKey> redone;
+  if (args.resume && !args.redo.empty() && !console_only && std::filesystem::exists(out, ec)) {
+    redone = redone_already(args, config, read_results_file(out).results);
+  }
   OpenMode mode =
       args.resume ? OpenMode::kResume : (args.overwrite ? OpenMode::kOverwrite : OpenMode::kCreate);
-  std::error_code ec;
   const bool new_file =
       !console_only && (mode == OpenMode::kOverwrite || !std::filesystem::exists(out, ec));
   std::unique_ptr<Hdf5Sink> file;

@@ -46,15 +46,15 @@ inline constexpr double kSearchLearningRate = 3e-3;
 /// default to 0). Measured in docs/agents.md, "Design decisions (GO)".
 inline constexpr double kGoOneImitation = 0.3;
 
-/// Every option of the GO agents. The defaults are go_one's, the options `gopt run` gives
-/// go_one when a config sets none; the other GO agents start from them and change what
-/// differs (go_agent_defaults, go_registration.h).
 /// The greedy placements go_zero_shot and go_finetune start from (their option
 /// `granularity`): the checkpoint's own decisions (per op unless it was trained per unit),
 /// whole decision units (each on the argmax of its ops' mean logits), or the faster of the
 /// two, each simulated and moved into memory.
 enum class Granularity { kPolicy, kUnit, kBest };
 
+/// Every option of the GO agents. The defaults are go_one's, the options `gopt run` gives
+/// go_one when a config sets none; the other GO agents start from them and change what
+/// differs (go_agent_defaults, go_registration.h).
 struct GoOptions {
   GoMode mode = GoMode::kOne;
   GoPolicyOptions policy;

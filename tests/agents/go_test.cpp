@@ -735,6 +735,15 @@ class GoCheckpointTest : public ::testing::Test {
     transferable->train_on_set({&env}, TrainBudget().with_steps(steps), nullptr);
   }
 
+  // go_pretrain's options for the granularity tests: a small policy writing `checkpoint`.
+  static std::map<std::string, std::string> small_pretrain(const std::string& checkpoint) {
+    return {{"hidden", "16"},
+            {"segment_length", "8"},
+            {"max_devices", "4"},
+            {"checkpoint", checkpoint},
+            {"seed", "2"}};
+  }
+
   std::filesystem::path dir_;
 };
 
@@ -848,13 +857,7 @@ TEST_F(GoCheckpointTest, ZeroShotGranularityPlacesUnitsWholeOrTheFasterOfBoth) {
   const std::string checkpoint = (dir_ / "go.ckpt").string();
   AgentRegistry r;
   register_builtin_agents(r);
-  auto pretrain = r.create("go_pretrain", {{"hidden", "16"},
-                                           {"segment_length", "8"},
-                                           {"max_devices", "4"},
-                                           {"checkpoint", checkpoint},
-                                           {"seed", "2"}});
-  Environment env_train(train.problem);
-  pretrain->train(env_train, TrainBudget().with_steps(4), nullptr);
+  ASSERT_NO_FATAL_FAILURE(pretrain(train.problem, small_pretrain(checkpoint), 4));
   ASSERT_TRUE(std::filesystem::exists(checkpoint));
 
   struct Placed {
@@ -908,13 +911,7 @@ TEST_F(GoCheckpointTest, FinetuneRunsItsUnitPhaseOnlyFromAFasterPerUnitStart) {
   const std::string checkpoint = (dir_ / "go.ckpt").string();
   AgentRegistry r;
   register_builtin_agents(r);
-  auto pretrain = r.create("go_pretrain", {{"hidden", "16"},
-                                           {"segment_length", "8"},
-                                           {"max_devices", "4"},
-                                           {"checkpoint", checkpoint},
-                                           {"seed", "2"}});
-  Environment env_train(train.problem);
-  pretrain->train(env_train, TrainBudget().with_steps(4), nullptr);
+  ASSERT_NO_FATAL_FAILURE(pretrain(train.problem, small_pretrain(checkpoint), 4));
 
   auto zero_shot_time = [&](const std::string& granularity) {
     auto agent =
