@@ -32,11 +32,20 @@ constexpr std::size_t kPageBytes = 4096;
 
 class CachingCpuAllocator final : public c10::Allocator {
  public:
-  explicit CachingCpuAllocator(c10::Allocator* fallback) : fallback_(fallback) {}
+  explicit CachingCpuAllocator(c10::Allocator* fallback)
+      : fallback_(fallback), fallback_raw_(fallback->raw_deleter()) {}
 
   c10::DataPtr allocate(std::size_t n) GOPT_ALLOCATE_CONST override {
     if (scope_depth == 0 || n < TensorCacheScope::kMinCachedBytes) {
-      return fallback_->allocate(n);
+      if (fallback_raw_ == nullptr) return fallback_->allocate(n);
+      if (n == 0) return {nullptr, nullptr, &CachingCpuAllocator::release, cpu()};
+      // LibTorch's own block, behind a header that says so, so that one deleter frees
+      // every block this allocator hands out (see raw_deleter).
+      c10::DataPtr block = fallback_->allocate(n + kHeaderBytes);
+      void* base = block.release_context();
+      std::memcpy(base, &kFromFallback, sizeof kFromFallback);
+      void* data = static_cast<char*>(base) + kHeaderBytes;
+      return {data, data, &CachingCpuAllocator::release, cpu()};
     }
     const std::size_t size = (n + kHeaderBytes + kPageBytes - 1) / kPageBytes * kPageBytes;
     void* base = take(size);
@@ -45,7 +54,14 @@ class CachingCpuAllocator final : public c10::Allocator {
       std::memcpy(base, &size, sizeof size);
     }
     void* data = static_cast<char*>(base) + kHeaderBytes;
-    return {data, data, &CachingCpuAllocator::release, c10::Device(c10::DeviceType::CPU)};
+    return {data, data, &CachingCpuAllocator::release, cpu()};
+  }
+
+  // LibTorch's raw interface (raw_allocate / raw_deallocate, which PyTorch 2.x's CPU LSTM
+  // uses) needs one deleter for every block. It is `release` whenever LibTorch's allocator
+  // has a raw deleter of its own to free the blocks taken from it.
+  c10::DeleterFnPtr raw_deleter() const override {
+    return fallback_raw_ == nullptr ? nullptr : &CachingCpuAllocator::release;
   }
 
 #if GOPT_ALLOCATOR_HAS_COPY_DATA
@@ -61,6 +77,11 @@ class CachingCpuAllocator final : public c10::Allocator {
 
  private:
   static void release(void* data);
+  static c10::Device cpu() { return c10::Device(c10::DeviceType::CPU); }
+
+  // The header of a block taken from LibTorch's allocator: a cached block's header holds
+  // its size, which is never 0.
+  static constexpr std::size_t kFromFallback = 0;
 
   // A free block of `size` bytes, or null (a miss).
   void* take(std::size_t size) const {
@@ -98,6 +119,7 @@ class CachingCpuAllocator final : public c10::Allocator {
   }
 
   c10::Allocator* fallback_;
+  c10::DeleterFnPtr fallback_raw_;
   mutable std::mutex mutex_;
   mutable std::unordered_map<std::size_t, std::vector<void*>> free_;
   mutable TensorCacheStats stats_;
@@ -115,7 +137,15 @@ CachingCpuAllocator* allocator() {
 }
 
 void CachingCpuAllocator::release(void* data) {
-  allocator()->give_back(static_cast<char*>(data) - kHeaderBytes);
+  if (data == nullptr) return;
+  void* base = static_cast<char*>(data) - kHeaderBytes;
+  std::size_t size = 0;
+  std::memcpy(&size, base, sizeof size);
+  if (size == kFromFallback) {
+    allocator()->fallback_raw_(base);
+  } else {
+    allocator()->give_back(base);
+  }
 }
 
 }  // namespace

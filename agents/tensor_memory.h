@@ -13,7 +13,9 @@ namespace gopt::agents {
 /// While an instance lives, LibTorch CPU tensors of at least kMinCachedBytes allocated by
 /// the calling thread come from (and on release return to) a process-wide cache of freed
 /// blocks keyed by size, instead of from malloc and back. Other threads and other times
-/// allocate as LibTorch always does, so the hardware backend's op timings are unchanged.
+/// allocate from LibTorch's allocator as always (behind a 64-byte header, so that one
+/// deleter serves LibTorch's raw interface), so the hardware backend's op timings are
+/// unchanged.
 /// The cache holds at most kMaxCachedBytes of free blocks; a block that would exceed it
 /// empties the cache first (a new job's working set replaces the last one's). Numbers are
 /// unchanged: only where the bytes live changes. Scopes nest.
