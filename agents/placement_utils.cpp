@@ -24,10 +24,10 @@ ScopeUnitKey scope_unit_key(const core::CompiledGraph& graph, core::NodeId v) {
   if (name.rfind(gradients, 0) == 0) name.erase(0, gradients.size());
   const auto first = name.find('/');
   if (graph.layer()[i] >= 0 && name.find("attention") == std::string::npos) {
-    return {0, name.substr(0, first), graph.layer()[i]};
+    return {0, name.substr(0, first), graph.layer()[i], graph.branch()[i]};
   }
-  if (first == std::string::npos) return {1, name, 0};
-  return {1, name.substr(0, name.find('/', first + 1)), 0};
+  if (first == std::string::npos) return {1, name, 0, -1};
+  return {1, name.substr(0, name.find('/', first + 1)), 0, -1};
 }
 
 std::vector<std::vector<core::NodeId>> scope_units(const core::CompiledGraph& graph) {

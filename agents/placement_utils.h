@@ -17,12 +17,14 @@ namespace gopt::agents {
 void apply_colocation(const core::CompiledGraph& graph, std::vector<core::DeviceId>& placement);
 
 /// What makes ops one scope unit, the part of a model a researcher moves whole: {0, top-level
-/// name scope, layer} for an op with a layer attribute outside attention scopes (an encoder
-/// or decoder LSTM layer, a Transformer block, a WaveNet layer, an Inception cell), {1,
-/// two-level name scope, 0} otherwise (`decoder/attention`, `encoder/embedding`, or the
-/// op's own name when it has no scope). Gradient ops (`gradients/...`) join the unit of
-/// the op they differentiate. GO's decision units and the search reference's scope moves.
-using ScopeUnitKey = std::tuple<int, std::string, std::int64_t>;
+/// name scope, layer, branch} for an op with a layer attribute outside attention scopes (an
+/// encoder or decoder LSTM layer, a Transformer block, a WaveNet layer; in a multi-branch
+/// cell each branch, an Inception branch or an AmoebaNet combination, is a unit, and the
+/// cell's ops outside its branches another, branch -1), {1, two-level name scope, 0, -1}
+/// otherwise (`decoder/attention`, `encoder/embedding`, or the op's own name when it has no
+/// scope). Gradient ops (`gradients/...`) join the unit of the op they differentiate. GO's
+/// decision units and the search reference's scope moves.
+using ScopeUnitKey = std::tuple<int, std::string, std::int64_t, std::int32_t>;
 [[nodiscard]] ScopeUnitKey scope_unit_key(const core::CompiledGraph& graph, core::NodeId v);
 
 /// The ops of every scope unit of `graph` (scope_unit_key), each list in node order, the

@@ -78,7 +78,9 @@ struct RunArgs {
   std::string out;
   std::vector<std::string> sets;
   bool resume = false;
-  std::vector<std::string> redo;  ///< --redo: agents whose results in the file run again
+  /// --redo: agents (`AGENT`) or one agent on one workload (`WORKLOAD:AGENT`) whose results
+  /// in the file run again
+  std::vector<std::string> redo;
   bool overwrite = false;
   bool dry_run = false;
   int jobs = 1;
@@ -136,30 +138,47 @@ std::set<ResultKey> redone_already(const RunArgs& args, const ExperimentConfig& 
   return redone;
 }
 
-// The results of a resumed file that this run skips: all of them but those of the agents
-// named by --redo, which run again (each new result replaces the file's when written),
-// unless `redone` holds them.
+// Whether --redo names the result: its agent (`AGENT`) or its agent on its workload
+// (`WORKLOAD:AGENT`).
+bool redo_names(const std::vector<std::string>& redo, const ResultKey& k) {
+  return std::any_of(redo.begin(), redo.end(), [&](const std::string& r) {
+    return r == k.agent || r == k.workload + ":" + k.agent;
+  });
+}
+
+// The results of a resumed file that this run skips: all of them but those --redo names,
+// which run again (each new result replaces the file's when written), unless `redone` holds
+// them.
 std::vector<ResultKey> kept_results(std::vector<ResultKey> existing, const RunArgs& args,
                                     const std::set<ResultKey>& redone) {
   existing.erase(std::remove_if(existing.begin(), existing.end(),
                                 [&](const ResultKey& k) {
-                                  return std::find(args.redo.begin(), args.redo.end(), k.agent) !=
-                                             args.redo.end() &&
-                                         redone.count(k) == 0;
+                                  return redo_names(args.redo, k) && redone.count(k) == 0;
                                 }),
                  existing.end());
   return existing;
 }
 
-// --redo names agents of the config (a typo would silently redo nothing).
+// --redo names agents (and workloads) of the config (a typo would silently redo nothing).
 void check_redo(const RunArgs& args, const ExperimentConfig& config) {
-  std::vector<std::string> names;
-  for (const auto& a : config.agents) names.push_back(a.name);
-  for (const auto& name : args.redo) {
-    if (std::find(names.begin(), names.end(), name) == names.end()) {
+  std::vector<std::string> agents;
+  for (const auto& a : config.agents) agents.push_back(a.name);
+  std::vector<std::string> workloads;
+  for (const auto& w : config.workloads) workloads.push_back(w.name);
+  for (const auto& entry : args.redo) {
+    const auto colon = entry.find(':');
+    const std::string agent = colon == std::string::npos ? entry : entry.substr(colon + 1);
+    if (std::find(agents.begin(), agents.end(), agent) == agents.end()) {
       throw core::InputError(args.config, "agents",
-                             "--redo " + name + ": the config has no agent of that name (" +
-                                 core::join(names, ", ") + ")");
+                             "--redo " + entry + ": the config has no agent named '" + agent +
+                                 "' (" + core::join(agents, ", ") + ")");
+    }
+    if (colon == std::string::npos) continue;
+    const std::string workload = entry.substr(0, colon);
+    if (std::find(workloads.begin(), workloads.end(), workload) == workloads.end()) {
+      throw core::InputError(args.config, "workloads",
+                             "--redo " + entry + ": the config has no workload named '" + workload +
+                                 "' (" + core::join(workloads, ", ") + ")");
     }
   }
 }
@@ -430,8 +449,9 @@ void add_run_command(CLI::App& app, CliContext& context) {
                                "holds and continue unfinished jobs from their training snapshots");
   cmd->add_option("--redo", args->redo,
                   "With --resume: run these agents (names in the config) again on every "
-                  "workload and seed, for example a baseline fixed since; each new result "
-                  "replaces the file's when it is written, so an interrupted redo loses nothing")
+                  "workload and seed, or WORKLOAD:AGENT on that workload only, for example a "
+                  "baseline fixed since; each new result replaces the file's when it is "
+                  "written, so an interrupted redo loses nothing")
       ->needs(resume)
       ->allow_extra_args(false);
   cmd->add_flag("--overwrite", args->overwrite, "Replace an existing results file");

@@ -18,7 +18,7 @@ using core::NodeId;
 namespace {
 
 // What groups an op into a decision unit (GraphTensors::unit): its scope unit
-// (scope_unit_key), or {2, "", block} for an op whose scope unit is too small.
+// (scope_unit_key), or {2, "", block, -1} for an op whose scope unit is too small.
 using UnitKey = ScopeUnitKey;
 
 void add_units(const core::CompiledGraph& graph, const std::vector<NodeId>& order,
@@ -35,7 +35,7 @@ void add_units(const core::CompiledGraph& graph, const std::vector<NodeId>& orde
   auto unit = t.unit.accessor<std::int64_t, 1>();
   for (std::int64_t p = 0; p < n; ++p) {
     auto& key = keys[static_cast<std::size_t>(p)];
-    if (count[key] < kMinUnitOps) key = {2, std::string(), p / block};
+    if (count[key] < kMinUnitOps) key = {2, std::string(), p / block, -1};
     unit[p] = ids.emplace(key, static_cast<std::int64_t>(ids.size())).first->second;
   }
   t.num_units = static_cast<std::int64_t>(ids.size());

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <limits>
 
 #include "agents/decision_utils.h"
@@ -143,6 +144,43 @@ TEST(AnnealingTest, ScopeMovesTakeWholeNamedPartsOfTheModel) {
     EXPECT_LT(with_scopes, 0.4 * single) << "seed " << seed;  // optimum: about a quarter
     EXPECT_LT(with_scopes, search("false")) << "seed " << seed;
   }
+}
+
+// A multi-branch cell (Inception, AmoebaNet) is one unit per branch and one for its ops
+// outside the branches, as the expert spreads a cell's branches over devices; gradient ops
+// join their forward op's branch. One layer without branches stays one unit.
+TEST(AnnealingTest, ScopeUnitsSplitAMultiBranchCellByBranch) {
+  core::GraphBuilder b("cells");
+  auto x = b.add("input/x", "Placeholder").output({8, 64});
+  std::vector<core::NodeId> heads;
+  for (int branch = 0; branch < 3; ++branch) {
+    const std::string scope = "cell_1/branch" + std::to_string(branch);
+    auto conv = b.add(scope + "/conv", "Conv2D").output({8, 64}).layer(1).branch(branch);
+    auto relu = b.add(scope + "/relu", "Relu").output({8, 64}).layer(1).branch(branch);
+    b.connect(x, conv).connect(conv, relu);
+    heads.push_back(relu);
+  }
+  auto concat = b.add("cell_1/concat", "ConcatV2").output({8, 192}).layer(1);
+  for (auto h : heads) b.connect(h, concat);
+  auto grad = b.add("gradients/cell_1/branch2/relu_grad/ReluGrad", "ReluGrad")
+                  .output({8, 64})
+                  .layer(1)
+                  .branch(2);
+  b.connect(concat, grad);
+  auto dense = b.add("dense_2/matmul", "MatMul").output({8, 64}).layer(2);
+  auto out = b.add("dense_2/bias", "BiasAdd").output({8, 64}).layer(2);
+  b.connect(concat, dense).connect(dense, out);
+  const auto graph = core::CompiledGraph::compile(std::move(b).build());
+  const auto units = scope_units(graph);
+  // input, three branches, the cell's concat, the dense layer.
+  ASSERT_EQ(units.size(), 6u);
+  std::vector<std::size_t> sizes;
+  for (const auto& u : units) sizes.push_back(u.size());
+  std::sort(sizes.begin(), sizes.end());
+  EXPECT_EQ(sizes, (std::vector<std::size_t>{1, 1, 2, 2, 2, 3}));
+  EXPECT_EQ(scope_unit_key(graph, grad), scope_unit_key(graph, heads[2]));
+  EXPECT_NE(scope_unit_key(graph, heads[0]), scope_unit_key(graph, heads[1]));
+  EXPECT_EQ(scope_unit_key(graph, dense), scope_unit_key(graph, out));
 }
 
 TEST(AnnealingTest, SearchesPrioritiesAndFusionWhenAsked) {

@@ -43,8 +43,10 @@ using Units = std::vector<std::pair<std::string, std::vector<NodeId>>>;
 Units layer_units(const gopt::core::CompiledGraph& g) {
   std::map<std::string, std::vector<NodeId>> units;
   for (NodeId v = 0; v < g.num_nodes(); ++v) {
-    const auto [kind, scope, layer] = gopt::agents::scope_unit_key(g, v);
-    units[kind == 0 ? scope + "/layer " + std::to_string(layer) : scope].push_back(v);
+    const auto [kind, scope, layer, branch] = gopt::agents::scope_unit_key(g, v);
+    std::string label = kind == 0 ? scope + "/layer " + std::to_string(layer) : scope;
+    if (branch >= 0) label += "/branch " + std::to_string(branch);
+    units[label].push_back(v);
   }
   // Scopes of fewer than 20 ops (train_op, loss scalars) join one "misc" unit.
   Units out;

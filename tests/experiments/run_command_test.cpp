@@ -236,7 +236,7 @@ TEST(RunCommandTest, RedoRunsTheNamedAgentAgainAndReplacesOnlyItsRows) {
 
   auto typo = run_command(kGopt + " run " + config + " --resume --redo hpd --out " + out);
   EXPECT_EQ(typo.exit_code, 1) << typo.err;
-  EXPECT_TRUE(contains(typo.err, "--redo hpd: the config has no agent of that name")) << typo.err;
+  EXPECT_TRUE(contains(typo.err, "--redo hpd: the config has no agent named 'hpd'")) << typo.err;
   EXPECT_TRUE(contains(typo.err, config)) << typo.err;
   auto alone = run_command(kGopt + " run " + config + " --redo hdp --out " + out);
   EXPECT_NE(alone.exit_code, 0);
@@ -276,6 +276,38 @@ TEST(RunCommandTest, RedoRunsTheNamedAgentAgainAndReplacesOnlyItsRows) {
   const bool clean = revision != "unknown" && revision.find("-dirty") == std::string::npos;
   EXPECT_TRUE(contains(again.out, clean ? "0 new results" : "2 new results")) << revision << "\n"
                                                                               << again.out;
+}
+
+// `--redo WORKLOAD:AGENT` runs that agent again on that workload only.
+TEST(RunCommandTest, RedoOfOneWorkloadRunsOnlyItsRows) {
+  auto dir = temp_dir();
+  const auto out = (dir / "r.h5").string();
+  auto first =
+      run_command(kGopt + " run " + write_config(dir, 3, "[1, 2]").string() + " --out " + out);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const auto before = read_results_file(out);
+  const auto config = write_config(dir, 2, "[1, 2]").string();
+
+  auto typo = run_command(kGopt + " run " + config + " --resume --redo resnet:hdp --out " + out);
+  EXPECT_EQ(typo.exit_code, 1) << typo.err;
+  EXPECT_TRUE(contains(typo.err,
+                       "--redo resnet:hdp: the config has no workload named 'resnet' "
+                       "(mlp_tiny, transformer_xl_2)"))
+      << typo.err;
+
+  auto redone =
+      run_command(kGopt + " run " + config + " --resume --redo transformer_xl_2:hdp --out " + out);
+  ASSERT_EQ(redone.exit_code, 0) << redone.err;
+  EXPECT_TRUE(contains(redone.out, "2 new results")) << redone.out;
+  const auto after = read_results_file(out);
+  ASSERT_EQ(after.results.size(), before.results.size());
+  for (const auto& r : after.results) {
+    SCOPED_TRACE(r.key.text());
+    ASSERT_TRUE(r.budget.has_value() || r.key.agent != "hdp");
+    if (r.key.agent == "hdp") {
+      EXPECT_EQ(r.budget->max_steps, r.key.workload == "transformer_xl_2" ? 2 : 3);
+    }
+  }
 }
 
 // Rows from two binaries: `gopt table` names both revisions and how many rows each wrote.
