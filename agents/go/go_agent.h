@@ -90,6 +90,10 @@ struct GoOptions {
   /// (GoPolicyOptions::unit_decisions), the rest per op, from the same network; the best
   /// decision found in either phase is kept (docs/agents.md "PPO", decision units). 0: off.
   std::int64_t unit_phase = 0;
+  /// Coarse to fine: the unit phase ends early, after update s, once the best step time after
+  /// s updates is no lower than after s - unit_patience (CoarseToFine); 0: it runs all
+  /// unit_phase updates.
+  std::int64_t unit_patience = 0;
   /// Coarse to fine: updates after the unit phase over which the ops' placement logits move
   /// from their unit's mean to their own (GoPolicyOptions::unit_blend, linearly), so that
   /// per-op sampling starts from the unit phase's placements. 0: at once.

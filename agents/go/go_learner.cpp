@@ -170,7 +170,8 @@ TrainingLoop GoLearner::loop(std::int64_t unit_phase) {
   TrainingLoop loop(trained_, rng_, options_.ppo);
   loop.share(group_);
   if (unit_phase > 0) {
-    loop.add(std::make_unique<CoarseToFine>(unit_phase, options_.unit_handover));
+    loop.add(
+        std::make_unique<CoarseToFine>(unit_phase, options_.unit_handover, options_.unit_patience));
   }
   if (!snapshots_.path.empty()) loop.add(std::make_unique<Snapshots>(snapshots_));
   return loop;

@@ -99,6 +99,10 @@ Fields ppo_fields() {
       .integer("unit_phase", &GoOptions::unit_phase,
                "coarse to fine: updates that decide per decision unit before deciding per op", 0,
                1e9)
+      .integer("unit_patience", &GoOptions::unit_patience,
+               "coarse to fine: the unit phase ends early once its best step time has not "
+               "improved for this many updates (0: it runs all unit_phase updates)",
+               0, 1e9)
       .integer("unit_handover", &GoOptions::unit_handover,
                "coarse to fine: updates after unit_phase over which each op's placement logits "
                "move from its unit's mean to its own (0: at once)",
@@ -115,6 +119,10 @@ Fields ppo_fields() {
       .rule("unit_handover",
             [](const GoOptions& g) -> std::string {
               return g.unit_handover == 0 || g.unit_phase > 0 ? "" : "expected unit_phase > 0";
+            })
+      .rule("unit_patience",
+            [](const GoOptions& g) -> std::string {
+              return g.unit_patience == 0 || g.unit_phase > 0 ? "" : "expected unit_phase > 0";
             })
       .rule("unit_samples", [](const GoOptions& g) -> std::string {
         if (g.ppo.unit_samples <= g.ppo.samples_per_step) return "";

@@ -151,14 +151,27 @@ void LearningRateSchedule::before_update(TrainingRun& run, std::int64_t step) {
   run.trained.set_learning_rate(rate_(step));
 }
 
+std::int64_t unit_phase_end(const std::vector<LearningCurvePoint>& curve, std::int64_t step,
+                            std::int64_t unit_updates, std::int64_t patience) {
+  if (patience <= 0) return unit_updates;
+  const std::int64_t last = std::min({step, unit_updates, static_cast<std::int64_t>(curve.size())});
+  for (std::int64_t s = patience + 1; s <= last; ++s) {
+    const Seconds now = curve[static_cast<std::size_t>(s - 1)].best_step_time_s;
+    const Seconds before = curve[static_cast<std::size_t>(s - 1 - patience)].best_step_time_s;
+    if (std::isfinite(now) && now >= before) return s;
+  }
+  return unit_updates;
+}
+
 void CoarseToFine::before_update(TrainingRun& run, std::int64_t step) {
   auto& options = run.trained.policy->options;
   per_unit_ = options.unit_decisions();
   blend_ = options.unit_blend();
-  if (step < unit_updates_) {
+  const std::int64_t end = unit_phase_end(run.curve, step, unit_updates_, patience_);
+  if (step < end) {
     options.unit_decisions(true);
-  } else if (step < unit_updates_ + handover_updates_) {
-    options.unit_blend(static_cast<double>(step - unit_updates_ + 1) /
+  } else if (step < end + handover_updates_) {
+    options.unit_blend(static_cast<double>(step - end + 1) /
                        static_cast<double>(handover_updates_ + 1));
   }
 }

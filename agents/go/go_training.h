@@ -135,22 +135,31 @@ class LearningRateSchedule final : public TrainingCallback {
   std::function<double(std::int64_t)> rate_;
 };
 
-/// Coarse to fine (GoOptions::unit_phase, unit_handover): the first `unit_updates` updates
-/// decide per decision unit; the next `handover_updates` decide per op from logits blended
-/// between the unit's mean and the op's own (GoPolicyOptions::unit_blend: 1/(H+1), ...,
-/// H/(H+1)); the others as the policy's options say. The policy's own options are what
-/// checkpoints and snapshots record. Both depend on the update's number only, so a resumed
-/// run follows the same schedule.
+/// The update at which a unit phase of at most `unit_updates` updates ends, as far as the
+/// curve's first `step` points tell: with a `patience` (> 0), the first update s
+/// (patience < s <= step) where the best step time after s updates is finite and no lower than
+/// after s - patience updates; otherwise `unit_updates`.
+[[nodiscard]] std::int64_t unit_phase_end(const std::vector<LearningCurvePoint>& curve,
+                                          std::int64_t step, std::int64_t unit_updates,
+                                          std::int64_t patience);
+
+/// Coarse to fine (GoOptions::unit_phase, unit_patience, unit_handover): the updates before
+/// unit_phase_end() decide per decision unit; the next `handover_updates` decide per op from
+/// logits blended between the unit's mean and the op's own (GoPolicyOptions::unit_blend:
+/// 1/(H+1), ..., H/(H+1)); the others as the policy's options say. The policy's own options
+/// are what checkpoints and snapshots record. The schedule depends on the update's number
+/// and the curve only, and a snapshot restores the curve, so a resumed run follows it.
 class CoarseToFine final : public TrainingCallback {
  public:
-  CoarseToFine(std::int64_t unit_updates, std::int64_t handover_updates)
-      : unit_updates_(unit_updates), handover_updates_(handover_updates) {}
+  CoarseToFine(std::int64_t unit_updates, std::int64_t handover_updates, std::int64_t patience = 0)
+      : unit_updates_(unit_updates), handover_updates_(handover_updates), patience_(patience) {}
   void before_update(TrainingRun& run, std::int64_t step) override;
   void after_update(TrainingRun& run, std::int64_t step) override;
 
  private:
   std::int64_t unit_updates_;
   std::int64_t handover_updates_;
+  std::int64_t patience_;
   bool per_unit_ = false;
   double blend_ = 1.0;
 };

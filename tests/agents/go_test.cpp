@@ -22,6 +22,7 @@
 #include "agents/go/go_inspect.h"
 #include "agents/go/go_memory_repair.h"
 #include "agents/go/go_model.h"
+#include "agents/go/go_training.h"
 #include "agents/go/segment_attention.h"
 #include "agents/registry.h"
 #include "agents/torch_utils.h"
@@ -999,6 +1000,64 @@ TEST(GoAgentTest, CoarseToFineDecidesPerUnitFirstThenPerOp) {
     (void)r.create("go_one", {{"unit_handover", "2"}}, "exp.yaml");
   });
   EXPECT_TRUE(gopt::testing::contains(lone, "agents.go_one.unit_handover")) << lone;
+  EXPECT_TRUE(gopt::testing::contains(lone, "unit_phase > 0")) << lone;
+}
+
+// The unit phase's end with a patience: the first update after which the best step time has
+// not improved over the last `patience` updates; without a valid time, never.
+TEST(GoTrainingTest, UnitPhaseEndsOnceTheBestStopsImproving) {
+  std::vector<LearningCurvePoint> curve;
+  const double inf = std::numeric_limits<double>::infinity();
+  for (const double best : {inf, inf, inf, 5.0, 4.0, 4.0, 4.0, 3.0, 3.0, 3.0}) {
+    curve.push_back(LearningCurvePoint{static_cast<std::int64_t>(curve.size()) + 1, 0, best, 0, 0});
+  }
+  EXPECT_EQ(unit_phase_end(curve, 10, 8, 0), 8);    // no patience: the fixed phase
+  EXPECT_EQ(unit_phase_end(curve, 10, 8, 2), 7);    // 4.0 after updates 5 and 7
+  EXPECT_EQ(unit_phase_end(curve, 6, 8, 2), 8);     // not yet told at update 6
+  EXPECT_EQ(unit_phase_end(curve, 10, 8, 1), 6);    // 4.0 after updates 5 and 6
+  EXPECT_EQ(unit_phase_end(curve, 10, 5, 1), 5);    // the cap first
+  EXPECT_EQ(unit_phase_end(curve, 10, 20, 3), 20);  // 5, 4, 3: always improving over 3
+  EXPECT_EQ(
+      unit_phase_end(std::vector<LearningCurvePoint>(curve.begin(), curve.begin() + 3), 3, 8, 1),
+      8);  // no valid placement yet is no stall
+}
+
+// A unit phase with a patience decides per unit until unit_phase_end() of its own curve,
+// then per op, and a patience needs a unit phase.
+TEST(GoAgentTest, CoarseToFineWithPatienceSwitchesOnceTheUnitPhaseStalls) {
+  testing::ProblemFixture f(unit_graph(), "p100x2_pcie", 1);
+  AgentRegistry r;
+  register_builtin_agents(r);
+  auto curve_of = [&](const std::map<std::string, std::string>& extra) {
+    std::map<std::string, std::string> options = {
+        {"hidden", "16"}, {"segment_length", "8"}, {"samples_per_step", "8"}, {"seed", "3"}};
+    options.insert(extra.begin(), extra.end());
+    auto agent = r.create("go_one", options);
+    Environment env(f.problem);
+    Curve curve;
+    agent->train(env, TrainBudget().with_steps(12), &curve);
+    return curve.points;
+  };
+  const auto units = curve_of({{"unit_decisions", "true"}});
+  const std::int64_t end = unit_phase_end(units, 12, 12, 2);
+  ASSERT_LT(end, 12) << "the unit decisions' best should stall within 12 updates";
+  const auto means = [](const std::vector<LearningCurvePoint>& c, std::int64_t n) {
+    std::vector<double> m;
+    for (std::int64_t i = 0; i < n; ++i)
+      m.push_back(c[static_cast<std::size_t>(i)].mean_step_time_s);
+    return m;
+  };
+  const auto patient = curve_of({{"unit_phase", "12"}, {"unit_patience", "2"}});
+  ASSERT_EQ(patient.size(), 12u);
+  EXPECT_EQ(means(patient, end), means(units, end));
+  EXPECT_NE(means(patient, 12), means(units, 12));
+  // Switching at `end` is what a fixed unit phase of `end` updates does.
+  EXPECT_EQ(means(patient, 12), means(curve_of({{"unit_phase", std::to_string(end)}}), 12));
+
+  const auto lone = gopt::testing::error_of([&] {
+    (void)r.create("go_one", {{"unit_patience", "2"}}, "exp.yaml");
+  });
+  EXPECT_TRUE(gopt::testing::contains(lone, "agents.go_one.unit_patience")) << lone;
   EXPECT_TRUE(gopt::testing::contains(lone, "unit_phase > 0")) << lone;
 }
 
