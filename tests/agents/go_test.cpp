@@ -1297,6 +1297,30 @@ TEST_F(GoCheckpointTest, StoppedHandoverResumesAsIfNeverStopped) {
                                     7, 3, (dir_ / "handover.pt").string());
 }
 
+// A run stopped after its unit phase ended early (unit_patience) resumes on the same
+// schedule: the switch is recomputed from the restored curve, not kept in the snapshot.
+TEST_F(GoCheckpointTest, StoppedAfterAnEarlyUnitPhaseEndResumesAsIfNeverStopped) {
+  testing::ProblemFixture f(unit_graph(), "p100x2_pcie", 1);
+  std::map<std::string, std::string> options = {
+      {"hidden", "16"}, {"segment_length", "8"}, {"samples_per_step", "8"}, {"seed", "3"}};
+  AgentRegistry r;
+  register_builtin_agents(r);
+  auto units = r.create("go_one", [&] {
+    auto o = options;
+    o["unit_decisions"] = "true";
+    return o;
+  }());
+  Environment env(f.problem);
+  Curve curve;
+  units->train(env, TrainBudget().with_steps(12), &curve);
+  const std::int64_t end = unit_phase_end(curve.points, 12, 12, 2);
+  ASSERT_LT(end, 9) << "the unit phase should end before the run stops";
+  options["unit_phase"] = "12";
+  options["unit_patience"] = "2";
+  expect_resume_as_if_never_stopped(f.problem, "go_one", options, 12, 9,
+                                    (dir_ / "patience.pt").string());
+}
+
 // A snapshot of another job (identity), or a file that is not a snapshot, is not used:
 // training starts over, as without one.
 TEST_F(GoCheckpointTest, ForeignOrDamagedSnapshotsStartTrainingOver) {
