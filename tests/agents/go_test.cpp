@@ -957,6 +957,23 @@ TEST_F(GoCheckpointTest, FinetuneRunsItsUnitPhaseOnlyFromAFasterPerUnitStart) {
   EXPECT_EQ(from_units.samples, per_op_only.samples + 1);
 }
 
+// The learning curve of a small go_one (seed 3, 8 samples per update) trained `steps`
+// updates on `problem`, with `extra` options: the coarse-to-fine tests' runs.
+std::vector<LearningCurvePoint> small_go_one_curve(const Problem& problem,
+                                                   const std::map<std::string, std::string>& extra,
+                                                   std::int64_t steps) {
+  AgentRegistry r;
+  register_builtin_agents(r);
+  std::map<std::string, std::string> options = {
+      {"hidden", "16"}, {"segment_length", "8"}, {"samples_per_step", "8"}, {"seed", "3"}};
+  options.insert(extra.begin(), extra.end());
+  auto agent = r.create("go_one", options);
+  Environment env(problem);
+  Curve curve;
+  agent->train(env, TrainBudget().with_steps(steps), &curve);
+  return curve.points;
+}
+
 // Coarse to fine (unit_phase): the first updates are exactly those of unit decisions, the
 // later ones per op; unit_phase over the whole budget is unit decisions.
 TEST(GoAgentTest, CoarseToFineDecidesPerUnitFirstThenPerOp) {
@@ -964,15 +981,10 @@ TEST(GoAgentTest, CoarseToFineDecidesPerUnitFirstThenPerOp) {
   AgentRegistry r;
   register_builtin_agents(r);
   auto curve_of = [&](const std::map<std::string, std::string>& extra) {
-    std::map<std::string, std::string> options = {
-        {"hidden", "16"}, {"segment_length", "8"}, {"samples_per_step", "8"}, {"seed", "3"}};
-    options.insert(extra.begin(), extra.end());
-    auto agent = r.create("go_one", options);
-    Environment env(f.problem);
-    Curve curve;
-    agent->train(env, TrainBudget().with_steps(8), &curve);
     std::vector<double> means;
-    for (const auto& p : curve.points) means.push_back(p.mean_step_time_s);
+    for (const auto& p : small_go_one_curve(f.problem, extra, 8)) {
+      means.push_back(p.mean_step_time_s);
+    }
     return means;
   };
   const auto units = curve_of({{"unit_decisions", "true"}});
@@ -1029,14 +1041,7 @@ TEST(GoAgentTest, CoarseToFineWithPatienceSwitchesOnceTheUnitPhaseStalls) {
   AgentRegistry r;
   register_builtin_agents(r);
   auto curve_of = [&](const std::map<std::string, std::string>& extra) {
-    std::map<std::string, std::string> options = {
-        {"hidden", "16"}, {"segment_length", "8"}, {"samples_per_step", "8"}, {"seed", "3"}};
-    options.insert(extra.begin(), extra.end());
-    auto agent = r.create("go_one", options);
-    Environment env(f.problem);
-    Curve curve;
-    agent->train(env, TrainBudget().with_steps(12), &curve);
-    return curve.points;
+    return small_go_one_curve(f.problem, extra, 12);
   };
   const auto units = curve_of({{"unit_decisions", "true"}});
   const std::int64_t end = unit_phase_end(units, 12, 12, 2);
@@ -1301,24 +1306,16 @@ TEST_F(GoCheckpointTest, StoppedHandoverResumesAsIfNeverStopped) {
 // schedule: the switch is recomputed from the restored curve, not kept in the snapshot.
 TEST_F(GoCheckpointTest, StoppedAfterAnEarlyUnitPhaseEndResumesAsIfNeverStopped) {
   testing::ProblemFixture f(unit_graph(), "p100x2_pcie", 1);
-  std::map<std::string, std::string> options = {
-      {"hidden", "16"}, {"segment_length", "8"}, {"samples_per_step", "8"}, {"seed", "3"}};
-  AgentRegistry r;
-  register_builtin_agents(r);
-  auto units = r.create("go_one", [&] {
-    auto o = options;
-    o["unit_decisions"] = "true";
-    return o;
-  }());
-  Environment env(f.problem);
-  Curve curve;
-  units->train(env, TrainBudget().with_steps(12), &curve);
-  const std::int64_t end = unit_phase_end(curve.points, 12, 12, 2);
-  ASSERT_LT(end, 9) << "the unit phase should end before the run stops";
-  options["unit_phase"] = "12";
-  options["unit_patience"] = "2";
-  expect_resume_as_if_never_stopped(f.problem, "go_one", options, 12, 9,
-                                    (dir_ / "patience.pt").string());
+  const auto units = small_go_one_curve(f.problem, {{"unit_decisions", "true"}}, 12);
+  ASSERT_LT(unit_phase_end(units, 12, 12, 2), 9) << "the unit phase should end before the stop";
+  expect_resume_as_if_never_stopped(f.problem, "go_one",
+                                    {{"hidden", "16"},
+                                     {"segment_length", "8"},
+                                     {"samples_per_step", "8"},
+                                     {"seed", "3"},
+                                     {"unit_phase", "12"},
+                                     {"unit_patience", "2"}},
+                                    12, 9, (dir_ / "patience.pt").string());
 }
 
 // A snapshot of another job (identity), or a file that is not a snapshot, is not used:
