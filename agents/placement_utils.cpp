@@ -30,6 +30,25 @@ ScopeUnitKey scope_unit_key(const core::CompiledGraph& graph, core::NodeId v) {
   return {1, name.substr(0, name.find('/', first + 1)), 0, -1};
 }
 
+std::vector<char> weight_gradient_tail(const core::CompiledGraph& graph) {
+  const auto& phase = graph.phase();
+  std::vector<char> tail(static_cast<std::size_t>(graph.num_nodes()), 0);
+  const auto& order = graph.topological_order();
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const core::NodeId v = *it;
+    if (phase[static_cast<std::size_t>(v)] != core::Phase::kBackward || graph.out_degree(v) == 0) {
+      continue;
+    }
+    bool only_updates = true;
+    for (auto e = graph.out_begin(v); e < graph.out_end(v) && only_updates; ++e) {
+      const auto c = static_cast<std::size_t>(graph.out_target(e));
+      only_updates = phase[c] == core::Phase::kUpdate || tail[c] != 0;
+    }
+    tail[static_cast<std::size_t>(v)] = only_updates ? 1 : 0;
+  }
+  return tail;
+}
+
 std::vector<std::vector<core::NodeId>> scope_units(const core::CompiledGraph& graph) {
   std::map<ScopeUnitKey, std::vector<core::NodeId>> units;
   for (core::NodeId v = 0; v < graph.num_nodes(); ++v) units[scope_unit_key(graph, v)].push_back(v);

@@ -27,6 +27,11 @@ void apply_colocation(const core::CompiledGraph& graph, std::vector<core::Device
 using ScopeUnitKey = std::tuple<int, std::string, std::int64_t, std::int32_t>;
 [[nodiscard]] ScopeUnitKey scope_unit_key(const core::CompiledGraph& graph, core::NodeId v);
 
+/// The backward ops whose every path ends in update ops, by node id (1: such an op): the
+/// weight gradients (a MatMul's dW, their sums over time steps), which nothing on the chain
+/// of input gradients waits for, so that they can run beside it.
+[[nodiscard]] std::vector<char> weight_gradient_tail(const core::CompiledGraph& graph);
+
 /// The ops of every scope unit of `graph` (scope_unit_key), each list in node order, the
 /// units in the order of their keys.
 [[nodiscard]] std::vector<std::vector<core::NodeId>> scope_units(const core::CompiledGraph& graph);

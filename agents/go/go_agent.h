@@ -52,6 +52,11 @@ inline constexpr double kGoOneImitation = 0.3;
 /// two, each simulated and moved into memory.
 enum class Granularity { kPolicy, kUnit, kBest };
 
+/// Whether decision units split off their layer's weight gradients (GoOptions::
+/// weight_gradient_units, make_graph_tensors' split_below): never, on every graph, or on a
+/// graph with fewer units than the cluster has devices, where whole units leave devices idle.
+enum class WeightGradientUnits { kOff, kAlways, kFewerUnitsThanDevices };
+
 /// Every option of the GO agents. The defaults are go_one's, the options `gopt run` gives
 /// go_one when a config sets none; the other GO agents start from them and change what
 /// differs (go_agent_defaults, go_registration.h).
@@ -98,6 +103,10 @@ struct GoOptions {
   /// from their unit's mean to their own (GoPolicyOptions::unit_blend, linearly), so that
   /// per-op sampling starts from the unit phase's placements. 0: at once.
   std::int64_t unit_handover = 0;
+  /// Decision units: a unit's weight gradients become a unit of their own, always or on a
+  /// graph with fewer units than devices (docs/agents.md "Weight-gradient units"). Off: each
+  /// layer is one unit with its gradients.
+  WeightGradientUnits weight_gradient_units = WeightGradientUnits::kOff;
   /// Where the policy network runs (resolve_compute_device): auto (a GPU when LibTorch has
   /// CUDA and sees one, else the CPU), cpu or cuda. PPO's sampling and objective and the
   /// simulator stay on the CPU.

@@ -18,16 +18,47 @@ using core::NodeId;
 namespace {
 
 // What groups an op into a decision unit (GraphTensors::unit): its scope unit
-// (scope_unit_key), or {2, "", block, -1} for an op whose scope unit is too small.
+// (scope_unit_key), the same key with kind 3 or 4 for the weight gradients split off a
+// unit of kind 0 or 1 (split_weight_gradients), or {2, "", block, -1} for an op whose unit
+// is too small.
 using UnitKey = ScopeUnitKey;
+constexpr int kWeightGradientKind = 3;
+
+// make_graph_tensors' `split_below`: when fewer than `split_below` units have kMinUnitOps
+// ops or more, each unit whose weight gradients (weight_gradient_tail) and other ops both
+// number at least kMinUnitOps becomes two, its weight gradients one of them. `keys` by
+// position, `count` ops per key; both updated.
+void split_weight_gradients(const core::CompiledGraph& graph, const std::vector<NodeId>& order,
+                            std::int64_t split_below, std::vector<UnitKey>& keys,
+                            std::map<UnitKey, std::int64_t>& count) {
+  const auto large = std::count_if(count.begin(), count.end(),
+                                   [](const auto& unit) { return unit.second >= kMinUnitOps; });
+  if (large >= split_below) return;
+  const std::vector<char> tail = weight_gradient_tail(graph);
+  const auto in_tail = [&](std::size_t p) { return tail[static_cast<std::size_t>(order[p])] != 0; };
+  std::map<UnitKey, std::int64_t> gradients;
+  for (std::size_t p = 0; p < keys.size(); ++p) {
+    if (in_tail(p)) ++gradients[keys[p]];
+  }
+  for (std::size_t p = 0; p < keys.size(); ++p) {
+    if (!in_tail(p)) continue;
+    const std::int64_t split = gradients[keys[p]];
+    if (split < kMinUnitOps || count[keys[p]] - split < kMinUnitOps) continue;
+    auto& [kind, scope, layer, branch] = keys[p];
+    kind += kWeightGradientKind;
+  }
+  count.clear();
+  for (const auto& key : keys) ++count[key];
+}
 
 void add_units(const core::CompiledGraph& graph, const std::vector<NodeId>& order,
-               GraphTensors& t) {
+               std::int64_t split_below, GraphTensors& t) {
   const auto n = static_cast<std::int64_t>(order.size());
   std::vector<UnitKey> keys;
   keys.reserve(order.size());
   std::map<UnitKey, std::int64_t> count;
   for (const NodeId v : order) ++count[keys.emplace_back(scope_unit_key(graph, v))];
+  if (split_below > 0) split_weight_gradients(graph, order, split_below, keys, count);
   // Small units become blocks of consecutive positions: at most 64 ops, at least 64 blocks.
   const std::int64_t block = std::clamp<std::int64_t>(n / 64, 1, 64);
   std::map<UnitKey, std::int64_t> ids;
@@ -199,7 +230,7 @@ void add_edges(const core::CompiledGraph& graph, const std::vector<NodeId>& rank
 
 }  // namespace
 
-GraphTensors make_graph_tensors(const core::CompiledGraph& graph) {
+GraphTensors make_graph_tensors(const core::CompiledGraph& graph, std::int64_t split_below) {
   GraphTensors t;
   t.num_nodes = static_cast<std::int64_t>(graph.num_nodes());
   std::vector<NodeId> order;
@@ -208,7 +239,7 @@ GraphTensors make_graph_tensors(const core::CompiledGraph& graph) {
   add_action_mask(graph, rank, t);
   add_positions(graph, order, t);
   add_numeric_features(graph, order, t);
-  add_units(graph, order, t);
+  add_units(graph, order, split_below, t);
   add_edges(graph, rank, t);
   return t;
 }

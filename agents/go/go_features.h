@@ -67,7 +67,8 @@ struct GraphTensors {
   /// with their layer (outside attention scopes), or else of one two-level name scope (an
   /// attention, an embedding, an Inception block); ops whose unit would have fewer than
   /// kMinUnitOps ops form units of consecutive topological positions instead (so that a
-  /// graph with flat op names still has many units). Ids follow the first position.
+  /// graph with flat op names still has many units). A graph of few units can split off
+  /// their weight gradients (make_graph_tensors' split_below). Ids follow the first position.
   torch::Tensor unit;
   std::int64_t num_units = 0;
   torch::Tensor unit_rows;   ///< [U] int64: a position of each unit that decides its device
@@ -98,8 +99,13 @@ struct GraphTensors {
 /// Units of fewer ops than this are split into blocks of consecutive positions.
 inline constexpr std::int64_t kMinUnitOps = 20;
 
-/// Builds the tensors of `graph`.
-[[nodiscard]] GraphTensors make_graph_tensors(const core::CompiledGraph& graph);
+/// Builds the tensors of `graph`. `split_below` > 0: when fewer than this many decision units
+/// have kMinUnitOps ops or more, each unit whose weight gradients (weight_gradient_tail in
+/// agents/placement_utils.h) and other ops both number at least kMinUnitOps becomes two
+/// units, so that the weight gradients can run beside the layer's chain of input gradients
+/// (GoOptions::weight_gradient_units). 0: never.
+[[nodiscard]] GraphTensors make_graph_tensors(const core::CompiledGraph& graph,
+                                              std::int64_t split_below = 0);
 
 /// The mean of `values` ([N, C], by position) over each decision unit's ops: [U, C].
 [[nodiscard]] torch::Tensor unit_means(const torch::Tensor& values, const GraphTensors& g);

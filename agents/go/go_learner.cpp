@@ -1,6 +1,7 @@
 #include "agents/go/go_learner.h"
 
 #include <cmath>
+#include <limits>
 #include <memory>
 
 #include "agents/baselines/tf_default.h"
@@ -93,22 +94,33 @@ DecisionBase GoLearner::base_for(const Problem& problem) const {
 }
 
 GraphTensors GoLearner::tensors_for(const Problem& problem, const DecisionBase& base) const {
-  GraphTensors tensors = make_graph_tensors(problem.graph);
+  std::int64_t split_below = 0;
+  switch (options_.weight_gradient_units) {
+    case WeightGradientUnits::kOff:
+      break;
+    case WeightGradientUnits::kAlways:
+      split_below = std::numeric_limits<std::int64_t>::max();
+      break;
+    case WeightGradientUnits::kFewerUnitsThanDevices:
+      split_below = problem.num_devices();
+      break;
+  }
+  GraphTensors tensors = make_graph_tensors(problem.graph, split_below);
   set_priors(tensors, base, problem.graph);
   return tensors;
 }
 
 PpoTask GoLearner::task_for(Environment& env) const {
-  PpoTask task(env, base_for(env.problem()));
-  set_priors(task.tensors, task.base, env.problem().graph);
-  return task;
+  DecisionBase base = base_for(env.problem());
+  GraphTensors tensors = tensors_for(env.problem(), base);
+  return PpoTask(env, std::move(base), std::move(tensors));
 }
 
 ValidationGraph GoLearner::validation_graph_for(Environment& env) const {
   check_devices(env.problem());
-  ValidationGraph v{&env, base_for(env.problem()), make_graph_tensors(env.problem().graph)};
-  set_priors(v.tensors, v.base, env.problem().graph);
-  return v;
+  DecisionBase base = base_for(env.problem());
+  GraphTensors tensors = tensors_for(env.problem(), base);
+  return ValidationGraph{&env, std::move(base), std::move(tensors)};
 }
 
 // The default-pipeline priors (GraphTensors::placement_prior, priority_prior,

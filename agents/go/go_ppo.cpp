@@ -14,6 +14,9 @@ PpoTask::PpoTask(Environment& environment, DecisionBase base_)
       tensors(make_graph_tensors(environment.problem().graph)),
       base(std::move(base_)) {}
 
+PpoTask::PpoTask(Environment& environment, DecisionBase base_, GraphTensors graph_tensors)
+    : env(&environment), tensors(std::move(graph_tensors)), base(std::move(base_)) {}
+
 namespace {
 
 // With unit decisions, placement is decided once per unit: its actions, log-probabilities

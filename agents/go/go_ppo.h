@@ -80,6 +80,8 @@ struct PpoOptions {
 /// One graph being trained on, with its per-graph reward reference.
 struct PpoTask {
   explicit PpoTask(Environment& environment, DecisionBase base = {});
+  /// With the graph's tensors made already (GoLearner::tensors_for).
+  PpoTask(Environment& environment, DecisionBase base, GraphTensors graph_tensors);
   Environment* env;
   GraphTensors tensors;
   DecisionBase base;

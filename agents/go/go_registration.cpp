@@ -107,6 +107,13 @@ Fields ppo_fields() {
                "coarse to fine: updates after unit_phase over which each op's placement logits "
                "move from its unit's mean to its own (0: at once)",
                0, 1e9)
+      .choice("weight_gradient_units", &GoOptions::weight_gradient_units,
+              "decision units: a layer's weight gradients form a unit of their own (off, "
+              "always, or fewer_units_than_devices: on a graph with fewer units than devices)",
+              std::vector<std::pair<std::string, WeightGradientUnits>>{
+                  {"off", WeightGradientUnits::kOff},
+                  {"always", WeightGradientUnits::kAlways},
+                  {"fewer_units_than_devices", WeightGradientUnits::kFewerUnitsThanDevices}})
       .integer("unit_samples", ppo_field(&PpoOptions::unit_samples),
                "with per-op decisions: samples per update that place whole decision units "
                "(at most samples_per_step)",

@@ -20,10 +20,12 @@
 #include "agents/go/go_checkpoint.h"
 #include "agents/go/go_features.h"
 #include "agents/go/go_inspect.h"
+#include "agents/go/go_learner.h"
 #include "agents/go/go_memory_repair.h"
 #include "agents/go/go_model.h"
 #include "agents/go/go_training.h"
 #include "agents/go/segment_attention.h"
+#include "agents/placement_utils.h"
 #include "agents/registry.h"
 #include "agents/torch_utils.h"
 #include "core/errors.h"
@@ -229,6 +231,78 @@ TEST(GoPolicyTest, ScopeLayersSeparateTheEncoderFromTheDecoderLayer) {
   ASSERT_TRUE(group_of_scope.count("encoder 0") && group_of_scope.count("decoder 0"));
   EXPECT_NE(group_of_scope["encoder 0"], group_of_scope["decoder 0"]);
   EXPECT_EQ(static_cast<std::int64_t>(group_of_scope.size()), tensors.num_scope_layers);
+}
+
+// Weight-gradient units (make_graph_tensors' split_below): transformer_xl_2 has two layer
+// units, each of whose weight gradients become a unit of their own when fewer units than
+// asked for are large; every new unit is weight gradients only, and every other op keeps
+// its unit. transformer_xl_4's four layers are not fewer than four devices.
+TEST(GoPolicyTest, WeightGradientsSplitOffTheUnitsOfAGraphWithFewUnits) {
+  datasets::WorkloadRegistry workloads;
+  datasets::register_builtin_workloads(workloads);
+  const auto graph = core::CompiledGraph::compile(workloads.generate("transformer_xl_2"));
+  const auto whole = make_graph_tensors(graph);
+  const auto split = make_graph_tensors(graph, 4);
+  EXPECT_EQ(split.num_units, whole.num_units + 2);
+  EXPECT_TRUE(torch::equal(make_graph_tensors(graph, 2).unit, whole.unit));  // 2 not fewer than 2
+  const auto tail = weight_gradient_tail(graph);
+  const auto order = whole.order.accessor<std::int64_t, 1>();
+  const auto was = whole.unit.accessor<std::int64_t, 1>();
+  const auto now = split.unit.accessor<std::int64_t, 1>();
+  std::map<std::int64_t, std::set<std::int64_t>> before;  // new unit -> the units it came from
+  std::map<std::int64_t, std::set<std::int64_t>> after;   // unit -> the new units of its ops
+  std::map<std::int64_t, std::set<bool>> kinds;           // new unit -> in the tail or not
+  for (std::int64_t p = 0; p < whole.num_nodes; ++p) {
+    before[now[p]].insert(was[p]);
+    after[was[p]].insert(now[p]);
+    kinds[now[p]].insert(tail[static_cast<std::size_t>(order[p])] != 0);
+  }
+  for (const auto& [unit, from] : before) EXPECT_EQ(from.size(), 1u) << "new unit " << unit;
+  std::int64_t split_units = 0;
+  for (const auto& [unit, into] : after) {
+    if (into.size() == 1) continue;
+    ++split_units;
+    ASSERT_EQ(into.size(), 2u) << "unit " << unit;
+    const auto a = kinds[*into.begin()];
+    const auto b = kinds[*into.rbegin()];
+    ASSERT_TRUE(a.size() == 1 && b.size() == 1) << "unit " << unit << " split by something else";
+    EXPECT_NE(*a.begin(), *b.begin()) << "unit " << unit;
+  }
+  EXPECT_EQ(split_units, 2);
+  const auto sizes = split.unit_sizes.accessor<float, 2>();
+  for (std::int64_t u = 0; u < split.num_units; ++u) EXPECT_GT(sizes[u][0], 0.0F);
+
+  const auto four = core::CompiledGraph::compile(workloads.generate("transformer_xl_4"));
+  EXPECT_TRUE(torch::equal(make_graph_tensors(four, 4).unit, make_graph_tensors(four).unit));
+}
+
+// GoOptions::weight_gradient_units reaches the tensors the agents train on: off keeps whole
+// units, always splits, fewer_units_than_devices splits on four devices and not on two;
+// an unknown value names the option.
+TEST(GoAgentTest, WeightGradientUnitsOptionSetsTheTrainingUnits) {
+  datasets::WorkloadRegistry workloads;
+  datasets::register_builtin_workloads(workloads);
+  testing::ProblemFixture four(workloads.generate("transformer_xl_2"), "p100x4_pcie", 1);
+  testing::ProblemFixture two(workloads.generate("transformer_xl_2"), "p100x2_pcie", 1);
+  const auto units = [](const testing::ProblemFixture& f, WeightGradientUnits split) {
+    GoOptions options;
+    options.weight_gradient_units = split;
+    const GoLearner learner(options);
+    return learner.tensors_for(f.problem, learner.base_for(f.problem)).num_units;
+  };
+  const std::int64_t whole = units(four, WeightGradientUnits::kOff);
+  EXPECT_EQ(units(four, WeightGradientUnits::kAlways), whole + 2);
+  EXPECT_EQ(units(two, WeightGradientUnits::kAlways), whole + 2);
+  EXPECT_EQ(units(four, WeightGradientUnits::kFewerUnitsThanDevices), whole + 2);
+  EXPECT_EQ(units(two, WeightGradientUnits::kFewerUnitsThanDevices), whole);
+
+  AgentRegistry r;
+  register_builtin_agents(r);
+  (void)r.create("go_one", {{"weight_gradient_units", "fewer_units_than_devices"}}, "exp.yaml");
+  const auto message = gopt::testing::error_of([&] {
+    (void)r.create("go_one", {{"weight_gradient_units", "some"}}, "exp.yaml");
+  });
+  EXPECT_TRUE(gopt::testing::contains(message, "agents.go_one.weight_gradient_units")) << message;
 }
 
 // A graph of named units: two heavy layer chains ("enc/..." layer 0 and "dec/..." layer 0,
