@@ -104,7 +104,7 @@ struct GoOptions {
   /// per-op sampling starts from the unit phase's placements. 0: at once.
   std::int64_t unit_handover = 0;
   /// Decision units: a unit's weight gradients become a unit of their own, always or on a
-  /// graph with fewer units than devices (docs/agents.md "Weight-gradient units"). Off: each
+  /// graph with fewer units than devices (docs/agents.md "PPO", decision units). Off: each
   /// layer is one unit with its gradients.
   WeightGradientUnits weight_gradient_units = WeightGradientUnits::kOff;
   /// Where the policy network runs (resolve_compute_device): auto (a GPU when LibTorch has

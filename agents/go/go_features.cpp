@@ -44,8 +44,7 @@ void split_weight_gradients(const core::CompiledGraph& graph, const std::vector<
     if (!in_tail(p)) continue;
     const std::int64_t split = gradients[keys[p]];
     if (split < kMinUnitOps || count[keys[p]] - split < kMinUnitOps) continue;
-    auto& [kind, scope, layer, branch] = keys[p];
-    kind += kWeightGradientKind;
+    std::get<0>(keys[p]) += kWeightGradientKind;
   }
   count.clear();
   for (const auto& key : keys) ++count[key];
