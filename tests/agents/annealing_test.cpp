@@ -146,47 +146,6 @@ TEST(AnnealingTest, ScopeMovesTakeWholeNamedPartsOfTheModel) {
   }
 }
 
-// A layer's weight gradients, the backward ops that only feed updates, are the tail; the
-// upstream gradient that also feeds the input gradient is not, nor are forward and update ops.
-TEST(AnnealingTest, WeightGradientTailIsTheBackwardOpsThatOnlyFeedUpdates) {
-  using core::Phase;
-  core::GraphBuilder b("dense");
-  auto x = b.add("input/x", "Placeholder").output({8, 64});
-  auto w = b.add("dense_1/w", "VariableV2").output({64, 64}).param_bytes(64 * 64 * 4).layer(1);
-  auto y = b.add("dense_1/matmul", "MatMul").output({8, 64}).layer(1);
-  auto loss = b.add("loss/sum", "Sum").output({1});
-  auto dy = b.add("gradients/loss/sum_grad", "Tile").output({8, 64}).phase(Phase::kBackward);
-  auto relu = b.add("gradients/dense_1/relu_grad", "ReluGrad")
-                  .output({8, 64})
-                  .layer(1)
-                  .phase(Phase::kBackward);
-  auto dx = b.add("gradients/dense_1/matmul_grad/MatMul", "MatMul")
-                .output({8, 64})
-                .layer(1)
-                .phase(Phase::kBackward);
-  auto dw = b.add("gradients/dense_1/matmul_grad/MatMul_1", "MatMul")
-                .output({64, 64})
-                .layer(1)
-                .phase(Phase::kBackward);
-  auto dw_sum = b.add("gradients/dense_1/w_grad/AddN", "AddN")
-                    .output({64, 64})
-                    .layer(1)
-                    .phase(Phase::kBackward);
-  auto apply =
-      b.add("dense_1/w/ApplyAdam", "ApplyAdam").output({64, 64}).layer(1).phase(Phase::kUpdate);
-  auto dx_sink =
-      b.add("gradients/input/x_grad", "Identity").output({8, 64}).phase(Phase::kBackward);
-  b.connect(x, y).connect(w, y).connect(y, loss).connect(loss, dy).connect(dy, relu);
-  b.connect(relu, dx).connect(relu, dw).connect(x, dw).connect(dw, dw_sum).connect(dw_sum, apply);
-  b.connect(w, apply).connect(dx, dx_sink);
-  const auto graph = core::CompiledGraph::compile(std::move(b).build());
-  const auto tail = weight_gradient_tail(graph);
-  const auto in_tail = [&](core::NodeId v) { return tail[static_cast<std::size_t>(v)] != 0; };
-  EXPECT_TRUE(in_tail(dw));
-  EXPECT_TRUE(in_tail(dw_sum));
-  for (auto v : {x, w, y, loss, dy, relu, dx, apply, dx_sink}) EXPECT_FALSE(in_tail(v)) << v;
-}
-
 // A multi-branch cell (Inception, AmoebaNet) is one unit per branch and one for its ops
 // outside the branches, as the expert spreads a cell's branches over devices; gradient ops
 // join their forward op's branch. One layer without branches stays one unit.

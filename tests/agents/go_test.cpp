@@ -233,6 +233,42 @@ TEST(GoPolicyTest, ScopeLayersSeparateTheEncoderFromTheDecoderLayer) {
   EXPECT_EQ(static_cast<std::int64_t>(group_of_scope.size()), tensors.num_scope_layers);
 }
 
+// A layer's weight gradients, the backward ops that only feed updates, are the tail
+// (weight_gradient_tail); the upstream gradient that also feeds the input gradient is not,
+// nor are forward and update ops.
+TEST(GoPolicyTest, WeightGradientTailIsTheBackwardOpsThatOnlyFeedUpdates) {
+  using core::Phase;
+  core::GraphBuilder b("dense");
+  const auto backward = [&](const char* name, const char* op, core::Shape shape) {
+    return b.add(name, op).output(std::move(shape)).layer(1).phase(Phase::kBackward).id();
+  };
+  auto x = b.add("input/x", "Placeholder").output({8, 64}).id();
+  auto w = b.add("dense_1/w", "VariableV2").output({64, 64}).param_bytes(64 * 64 * 4).layer(1).id();
+  auto y = b.add("dense_1/matmul", "MatMul").output({8, 64}).layer(1).id();
+  auto loss = b.add("loss/sum", "Sum").output({1}).id();
+  auto dy = b.add("gradients/loss/sum_grad", "Tile").output({8, 64}).phase(Phase::kBackward).id();
+  auto relu = backward("gradients/dense_1/relu_grad", "ReluGrad", {8, 64});
+  auto dx = backward("gradients/dense_1/matmul_grad/MatMul", "MatMul", {8, 64});
+  auto dw = backward("gradients/dense_1/matmul_grad/MatMul_1", "MatMul", {64, 64});
+  auto dw_sum = backward("gradients/dense_1/w_grad/AddN", "AddN", {64, 64});
+  auto apply = b.add("dense_1/w/ApplyAdam", "ApplyAdam")
+                   .output({64, 64})
+                   .layer(1)
+                   .phase(Phase::kUpdate)
+                   .id();
+  auto dx_sink =
+      b.add("gradients/input/x_grad", "Identity").output({8, 64}).phase(Phase::kBackward).id();
+  b.connect(x, y).connect(w, y).connect(y, loss).connect(loss, dy).connect(dy, relu);
+  b.connect(relu, dx).connect(relu, dw).connect(x, dw).connect(dw, dw_sum).connect(dw_sum, apply);
+  b.connect(w, apply).connect(dx, dx_sink);
+  const auto graph = core::CompiledGraph::compile(std::move(b).build());
+  const auto tail = weight_gradient_tail(graph);
+  const auto in_tail = [&](core::NodeId v) { return tail[static_cast<std::size_t>(v)] != 0; };
+  EXPECT_TRUE(in_tail(dw));
+  EXPECT_TRUE(in_tail(dw_sum));
+  for (auto v : {x, w, y, loss, dy, relu, dx, apply, dx_sink}) EXPECT_FALSE(in_tail(v)) << v;
+}
+
 // Weight-gradient units (make_graph_tensors' split_below): transformer_xl_2 has two layer
 // units, each of whose weight gradients become a unit of their own when fewer units than
 // asked for are large; every new unit is weight gradients only, and every other op keeps
