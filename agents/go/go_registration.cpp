@@ -334,7 +334,7 @@ std::vector<GoAgentEntry> go_agents() {
                "updates when set); unit, the greedy placement per decision unit (zero-shot's), "
                "then unit_phase updates per unit; best, the faster of the greedy placements "
                "per op and per unit (both simulated), and the unit phase only when per unit "
-               "was faster"))});
+               "was faster; from unit and best the updates after the unit phase decide per op"))});
   GoOptions zero_shot;
   zero_shot.mode = GoMode::kZeroShot;
   zero_shot.granularity = Granularity::kBest;

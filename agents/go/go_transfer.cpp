@@ -34,11 +34,11 @@ GreedyStart place_greedily(GoLearner& go, Environment& env, Granularity granular
   GoPolicy policy = go.trained().policy;
   const bool trained_per_unit = policy->options.unit_decisions();
   const bool units_are_ops = tensors.num_units == tensors.num_nodes;
-  std::vector<bool> granularities;  // per unit or not, in the order they are tried
-  if (granularity != Granularity::kUnit) granularities.push_back(trained_per_unit);
-  if (granularity == Granularity::kUnit ||
-      (granularity == Granularity::kBest && !trained_per_unit && !units_are_ops)) {
-    granularities.push_back(true);
+  // Per unit or not, in the order they are tried: `best` reads the checkpoint as it was
+  // trained first, then at the other granularity.
+  std::vector<bool> granularities{granularity == Granularity::kUnit || trained_per_unit};
+  if (granularity == Granularity::kBest && !units_are_ops) {
+    granularities.push_back(!trained_per_unit);
   }
   GreedyStart start;
   bool placed = false;
@@ -127,11 +127,15 @@ class GoFinetuneAgent final : public GoAgentBase<Agent> {
     if (!go_.has_policy()) go_.load_policy();
     go_.reseed(core::mix_seed(o.seed, env.problem().seed));
     // From `best`'s start the unit phase runs only where whole units placed the graph
-    // faster. Fine-tuning never ends behind its start (the environment keeps it).
+    // faster. Fine-tuning never ends behind its start (the environment keeps it), and from
+    // a greedy start it ends per op whatever the checkpoint was trained at (a policy
+    // pretrained per unit, too, refines per op after its unit phase).
     std::int64_t unit_phase = o.unit_phase;
     if (o.granularity != Granularity::kPolicy) {
       const bool per_unit_fastest = place_greedily(go_, env, o.granularity).per_unit_fastest;
       if (o.granularity == Granularity::kBest && !per_unit_fastest) unit_phase = 0;
+      GoPolicy policy = go_.trained().policy;  // shares the learner's network
+      policy->options.unit_decisions(false);
     }
     TrainingLoop loop = go_.loop(unit_phase);
     loop.max_updates(o.finetune_steps);

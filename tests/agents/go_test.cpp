@@ -1067,6 +1067,55 @@ TEST_F(GoCheckpointTest, FinetuneRunsItsUnitPhaseOnlyFromAFasterPerUnitStart) {
   EXPECT_EQ(from_units.samples, per_op_only.samples + 1);
 }
 
+// A policy pretrained per unit: zero-shot's `best` reads it per op too, and fine-tuning from
+// a greedy start decides per op once its unit phase is over (before, both stayed per unit).
+TEST_F(GoCheckpointTest, APolicyPretrainedPerUnitIsAlsoReadAndFineTunedPerOp) {
+  testing::ProblemFixture train(unit_graph(), "p100x2_pcie", 1);
+  testing::ProblemFixture held_out(unit_graph(), "p100x2_pcie", 2);
+  const std::string checkpoint = (dir_ / "go.ckpt").string();
+  AgentRegistry r;
+  register_builtin_agents(r);
+  auto options = small_pretrain(checkpoint);
+  options["unit_decisions"] = "true";
+  ASSERT_NO_FATAL_FAILURE(pretrain(train.problem, options, 4));
+
+  auto zero_shot = [&](const std::string& granularity) {
+    auto agent =
+        r.create("go_zero_shot", {{"checkpoint", checkpoint}, {"granularity", granularity}});
+    Environment env(held_out.problem);
+    agent->train(env, TrainBudget(), nullptr);
+    return std::pair{env.samples(), env.best_step_time_s()};
+  };
+  const auto [as_trained_samples, as_trained_s] = zero_shot("policy");
+  const auto [best_samples, best_s] = zero_shot("best");
+  EXPECT_EQ(as_trained_samples, 1);
+  EXPECT_EQ(best_samples, 2);  // per unit as trained, then per op
+  EXPECT_LE(best_s, as_trained_s);
+
+  auto finetune_means = [&](const std::string& unit_phase) {
+    auto agent = r.create("go_finetune", {{"checkpoint", checkpoint},
+                                          {"granularity", "unit"},
+                                          {"finetune_steps", "4"},
+                                          {"samples_per_step", "4"},
+                                          {"unit_phase", unit_phase}});
+    Environment env(held_out.problem);
+    Curve curve;
+    agent->train(env, TrainBudget().with_steps(4), &curve);
+    std::vector<double> means;
+    for (const auto& p : curve.points) means.push_back(p.mean_step_time_s);
+    return means;
+  };
+  const auto two_per_unit = finetune_means("2");
+  const auto all_per_unit = finetune_means("4");
+  ASSERT_EQ(two_per_unit.size(), 4u);
+  ASSERT_EQ(all_per_unit.size(), 4u);
+  EXPECT_EQ(two_per_unit[0], all_per_unit[0]);
+  EXPECT_EQ(two_per_unit[1], all_per_unit[1]);
+  EXPECT_NE(std::vector(two_per_unit.begin() + 2, two_per_unit.end()),
+            std::vector(all_per_unit.begin() + 2, all_per_unit.end()))
+      << "the updates after the unit phase sample per op";
+}
+
 // The learning curve of a small go_one (seed 3, 8 samples per update) trained `steps`
 // updates on `problem`, with `extra` options: the coarse-to-fine tests' runs.
 std::vector<LearningCurvePoint> small_go_one_curve(const Problem& problem,
