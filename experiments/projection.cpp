@@ -4,6 +4,7 @@
 #include <iomanip>
 #include <limits>
 #include <ostream>
+#include <set>
 #include <tuple>
 #include <utility>
 
@@ -13,24 +14,41 @@
 namespace gopt::experiments {
 namespace {
 
-// A finished job of the costs file: its rows (several for a training-set job, which share
-// the job's wall time), what it cost and what it was.
+// A finished job of the costs file: its rows (several for a training-set job), what it
+// cost and what it was.
 struct MeasuredJob {
   JobCost cost;
   std::string workload;  ///< "" for a training-set job (several rows)
   double wall_s = 0;
 };
 
-std::vector<MeasuredJob> measured_jobs(const std::vector<RunResult>& results) {
-  std::map<std::tuple<std::string, std::uint64_t, double>, std::vector<const RunResult*>> by_job;
-  for (const auto& r : results) by_job[{r.key.agent, r.key.seed, r.wall_s}].push_back(&r);
+// The agents that `plan` runs as training-set jobs (go_pretrain): their rows of one seed
+// are one job. Their wall times differ in the last digits (each row is timed as it is
+// written), so they are not what tells a job's rows apart.
+std::set<std::string> training_set_agents(const Plan& plan) {
+  std::set<std::string> agents;
+  for (const auto& job : plan.jobs) {
+    if (job.training_set) agents.insert(job.agent->name);
+  }
+  return agents;
+}
+
+std::vector<MeasuredJob> measured_jobs(const std::vector<RunResult>& results,
+                                       const std::set<std::string>& training_agents) {
+  // A training-set job: (agent, seed, its rows); any other job: (agent, seed, workload).
+  std::map<std::tuple<std::string, std::uint64_t, std::string>, std::vector<const RunResult*>>
+      by_job;
+  for (const auto& r : results) {
+    const bool set = training_agents.count(r.key.agent) > 0;
+    by_job[{r.key.agent, r.key.seed, set ? std::string() : r.key.workload}].push_back(&r);
+  }
   std::vector<MeasuredJob> jobs;
   for (const auto& [key, rows] : by_job) {
     MeasuredJob job;
-    job.wall_s = std::get<2>(key);
     job.cost.agent = std::get<0>(key);
-    job.workload = rows.size() == 1 ? rows.front()->key.workload : "";
+    job.workload = std::get<2>(key);
     for (const RunResult* r : rows) {
+      job.wall_s = std::max(job.wall_s, r->wall_s);
       job.cost.nodes += static_cast<double>(r->num_nodes);
       job.cost.learner = job.cost.learner || r->learner;
       // The updates it ran (one curve point each), not its budget: fine-tuning stops early.
@@ -93,7 +111,7 @@ Projection project_run(const Plan& plan, const std::vector<RunResult>& measured,
   for (const auto& r : measured) ops_of.emplace(r.key.workload, static_cast<double>(r.num_nodes));
   JobTimeModel by_agent;
   std::map<std::pair<std::string, std::string>, std::pair<double, double>> rate;  // s, work
-  const auto jobs = measured_jobs(measured);
+  const auto jobs = measured_jobs(measured, training_set_agents(plan));
   for (const auto& job : jobs) {
     by_agent.add(job.cost, job.wall_s);
     auto& [seconds, work] = rate[{job.cost.agent, job.workload}];

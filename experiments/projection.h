@@ -41,7 +41,8 @@ struct Projection {
                                             std::size_t workers);
 
 /// Projects `plan` from the finished results of an earlier run (`measured`; the rows of one
-/// training-set job share its wall time and count once). A workload's op count comes from
+/// seed of an agent that `plan` runs as a training-set job are that one job, its wall time
+/// their longest). A workload's op count comes from
 /// `plan_ops` (the plan's loaded graphs, by workload label), else from its results in
 /// `measured`; throws core::InputError naming `costs_file` when neither has it.
 [[nodiscard]] Projection project_run(const Plan& plan, const std::vector<RunResult>& measured,

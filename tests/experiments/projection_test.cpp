@@ -100,6 +100,30 @@ TEST(ProjectionTest, MeasuredCostsScaleWithUpdatesAndOps) {
   EXPECT_EQ(p.measured_jobs, 2U);
 }
 
+// A pretraining job writes one row per training graph, each timed as it is written, so
+// their wall times differ in the last digits: they are still one job, counted once.
+TEST(ProjectionTest, TheRowsOfATrainingSetJobAreOneJob) {
+  HandPlan h;
+  h.workloads = {workload("a"), workload("b")};
+  h.plan.training = {&h.workloads[0], &h.workloads[1]};
+  h.agents.resize(1);
+  h.agents[0].name = "go_pretrain";
+  h.agents[0].budget.max_steps = 20;
+  PlannedJob job;
+  job.agent = &h.agents[0];
+  job.learner = true;
+  job.training_set = true;
+  for (auto& w : h.workloads)
+    job.rows.push_back(PlannedRow{ResultKey{w.name, "go_pretrain", 1}, 0, &w});
+  h.plan.jobs.push_back(job);
+  const std::vector<RunResult> results = {measured("a", "go_pretrain", 100, 10, 700.1),
+                                          measured("b", "go_pretrain", 300, 10, 700.2)};
+  const Projection p = project_run(h.plan, results, 1);
+  EXPECT_EQ(p.measured_jobs, 1U);
+  ASSERT_EQ(p.job_s.size(), 1U);
+  EXPECT_DOUBLE_EQ(p.job_s[0], 2 * 700.2);  // the same graphs, twice the updates
+}
+
 // A run resumed into a file that has no result for some workload yet (a long run stopped
 // part way): that workload's op count comes from the plan's graphs, and the agent's rate
 // from its other workloads.
