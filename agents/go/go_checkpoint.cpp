@@ -35,6 +35,7 @@ std::map<std::string, std::int64_t> policy_fields(const GoPolicyOptions& o) {
           {"priority_levels", o.priority_levels()},
           {"fusion_levels", o.fusion_levels()},
           {"unit_decisions", o.unit_decisions() ? 1 : 0},
+          {"unit_gate", o.unit_gate() ? 1 : 0},
           {"features", kNumericFeatures}};
 }
 
@@ -249,6 +250,15 @@ void migrate_policy_fields(std::map<std::string, std::int64_t>& fields) {
   for (const auto& [key, value] : version1_defaults()) fields.emplace(key, value);
 }
 
+namespace {
+
+// Fields added within version 2, with the value a file from before them had.
+void fill_later_fields(std::map<std::string, std::int64_t>& fields) {
+  fields.emplace("unit_gate", 0);  // 2026-11-29
+}
+
+}  // namespace
+
 GoPolicyOptions parse_policy_options(const std::string& text, std::int64_t version,
                                      const std::string& path) {
   std::map<std::string, std::int64_t> values;
@@ -262,6 +272,7 @@ GoPolicyOptions parse_policy_options(const std::string& text, std::int64_t versi
     values[item.substr(0, eq)] = *value;
   }
   if (version < 2) migrate_policy_fields(values);
+  fill_later_fields(values);
   for (const auto& field : policy_fields(GoPolicyOptions())) {
     if (values.count(field.first) == 0) {
       throw core::InputError(path, "options",
@@ -291,7 +302,8 @@ GoPolicyOptions parse_policy_options(const std::string& text, std::int64_t versi
       .task_layers(values["task_layers"] != 0)
       .priority_levels(values["priority_levels"])
       .fusion_levels(values["fusion_levels"])
-      .unit_decisions(values["unit_decisions"] != 0);
+      .unit_decisions(values["unit_decisions"] != 0)
+      .unit_gate(values["unit_gate"] != 0);
 }
 
 void read_or_input_error(const std::string& path, const std::string& field, const std::string& what,

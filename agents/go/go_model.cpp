@@ -137,6 +137,9 @@ GoPolicyImpl::GoPolicyImpl(const GoPolicyOptions& options_)
     attention_->push_back(
         SegmentAttentionLayer(options.hidden(), options.heads(), options.segment_length()));
   }
+  if (options.unit_gate()) {
+    unit_gate_ = register_module("unit_gate", torch::nn::Linear(options.hidden(), 1));
+  }
   const auto tasks = enabled_tasks(options);
   TORCH_CHECK(!tasks.empty(), "GO policy: no task to decide (place, schedule and fuse all off)");
   TORCH_CHECK(options.task_layers() || (tasks.size() == 1 && tasks[0] == GoTask::kPlacement),
@@ -174,6 +177,10 @@ void GoPolicyImpl::reset_heads() {
   modulation_->weight.zero_();
   modulation_->bias.zero_();
   placement_->weight.mul_(options.head_init_scale());
+  if (!unit_gate_.is_empty()) {
+    unit_gate_->weight.zero_();  // every op half its unit's, half its own at first
+    unit_gate_->bias.zero_();
+  }
 }
 
 namespace {
@@ -207,6 +214,15 @@ torch::Tensor GoPolicyImpl::placement_logits(const torch::Tensor& x, const torch
   } else if (options.unit_blend() < 1.0) {
     const auto means = unit_means(logits, g).index_select(0, g.unit);
     logits = means + options.unit_blend() * (logits - means);
+  } else if (options.unit_gate()) {
+    // log(g p_unit + (1 - g) p_own), from log-softmaxes of the masked logits, so that the
+    // masked devices keep no probability in either part.
+    const auto unit = torch::log_softmax(
+        unit_means(logits, g).index_select(0, g.unit).masked_fill(masked, kMaskedLogit), 1);
+    const auto own = torch::log_softmax(logits.masked_fill(masked, kMaskedLogit), 1);
+    const auto gate = unit_gate_(x);  // [N, 1]
+    logits = torch::logsumexp(
+        torch::stack({torch::log_sigmoid(gate) + unit, torch::log_sigmoid(-gate) + own}), 0);
   }
   return logits.masked_fill(masked, kMaskedLogit);
 }

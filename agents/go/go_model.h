@@ -44,6 +44,11 @@ struct GoPolicyOptions {
   /// times the op's own deviation from them (1: the op's own logits; 0: the unit's, still
   /// sampled per op). CoarseToFine ramps it from 0 to 1 after the unit phase; not saved.
   TORCH_ARG(double, unit_blend) = 1.0;
+  /// With per-op decisions: each op's device distribution is a learned mixture of its
+  /// unit's (the softmax of the unit's mean logits) and its own, weighted per op by a gate
+  /// head (sigmoid of a linear map of the op's features, 1/2 at first), so that the policy
+  /// learns which ops follow their unit and which decide alone. Off: the op's own (the paper).
+  TORCH_ARG(bool, unit_gate) = false;
   // Tasks (issue #9). With task_layers off and only placement on, the network is the
   // placement policy above (go_one). With task_layers on, every decided task has its own
   // recurrent attention layer, chained in the order placement, scheduling, fusion with a
@@ -131,8 +136,8 @@ class GoPolicyImpl : public torch::nn::Module {
   PolicyOutput forward(const GraphTensors& g, std::int64_t devices);
   /// Where the network's parameters are (GoOptions::device; the CPU unless moved).
   [[nodiscard]] torch::Device device() const;
-  /// Zeroes the modulation (identity gates at first) and scales the placement head by
-  /// head_init_scale; called once after initialisation.
+  /// Zeroes the modulation (identity gates at first) and the unit gate (an even mix), and
+  /// scales the placement head by head_init_scale; called once after initialisation.
   void reset_heads();
   /// Zeroes the head of `task` (weights and bias), so that its logits start at zero and an
   /// additive prior alone sets the untrained distribution (the multi-task agents' priors).
@@ -156,6 +161,7 @@ class GoPolicyImpl : public torch::nn::Module {
   torch::nn::Linear modulation_{nullptr};  ///< graph embedding -> (gate, shift) per layer
   torch::nn::Embedding previous_device_{nullptr};
   torch::nn::Linear placement_{nullptr};
+  torch::nn::Linear unit_gate_{nullptr};  ///< features -> follow-my-unit logit (unit_gate)
   // Multi-task parts (task_layers): per task an attention layer, a head (placement_ for
   // placement) and an embedding of its decision distribution for the next task's input.
   torch::nn::ModuleList task_attention_;

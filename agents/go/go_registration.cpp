@@ -54,6 +54,14 @@ Fields policy_fields() {
       .flag("unit_decisions", policy_field(&GoPolicyOptions::unit_decisions),
             "one placement decision per unit (a layer, a two-level name scope, a block) "
             "instead of per op")
+      .flag("unit_gate", policy_field(&GoPolicyOptions::unit_gate),
+            "per-op decisions from a learned per-op mix of the unit's distribution and the "
+            "op's own")
+      .rule("unit_gate",
+            [](const GoOptions& g) -> std::string {
+              if (!g.policy.unit_gate() || !g.policy.unit_decisions()) return "";
+              return "unit_decisions decides per unit only, with no per-op mix to gate";
+            })
       .rule("heads",
             [](const GoOptions& g) -> std::string {
               if (g.policy.hidden() % g.policy.heads() == 0) return "";

@@ -479,6 +479,43 @@ TEST(GoPolicyTest, UnitBlendMovesFromTheUnitsMeanToTheOpsOwnLogits) {
   EXPECT_TRUE(torch::equal(logits_at(true, 0.25), means));
 }
 
+// The unit gate: each op's distribution is g p_unit + (1 - g) p_own with g the sigmoid of
+// the gate head, 1/2 at first; the head is trained with the rest of the policy.
+TEST(GoPolicyTest, UnitGateMixesTheUnitsDistributionWithTheOpsOwn) {
+  testing::ProblemFixture f(unit_graph(), "p100x2_pcie", 1);
+  const GraphTensors tensors = make_graph_tensors(f.compiled);
+  core::Rng rng(5);
+  GoPolicy policy(
+      GoPolicyOptions().hidden(16).heads(2).segment_length(8).max_devices(4).unit_gate(true));
+  initialise(*policy, rng);
+  policy->reset_heads();
+  auto probs_at = [&](bool gate, bool units) {
+    torch::NoGradGuard no_grad;
+    policy->options.unit_gate(gate).unit_decisions(units);
+    return torch::softmax(policy->forward(tensors, 2).logits, 1);
+  };
+  const auto own = probs_at(false, false);
+  const auto unit = probs_at(false, true);
+  ASSERT_FALSE(torch::allclose(own, unit, 1e-3, 1e-3));
+  const auto mixed = probs_at(true, false);
+  EXPECT_TRUE(torch::allclose(mixed, 0.5 * unit + 0.5 * own, 1e-5, 1e-6));
+  EXPECT_EQ(mixed.slice(1, 2).max().item<float>(), 0.0f);  // masked devices stay masked
+  // PPO moves the gate: its head gets gradients from the placement's log-probabilities.
+  torch::optim::Adam adam(policy->parameters(), torch::optim::AdamOptions(3e-3));
+  PpoOptions ppo;
+  ppo.samples_per_step = 8;
+  PpoTrainer trainer(policy, adam, ppo, make_generator(rng));
+  Environment env(f.problem);
+  PpoTask task(env);
+  for (int step = 0; step < 3; ++step) (void)trainer.step(task);
+  const auto trained = probs_at(true, false);
+  const auto own_now = probs_at(false, false);
+  const auto unit_now = probs_at(false, true);
+  EXPECT_FALSE(torch::allclose(trained, 0.5 * unit_now + 0.5 * own_now, 1e-4, 1e-6));
+  // Unit decisions take the unit's distribution, gate or not.
+  EXPECT_TRUE(torch::allclose(probs_at(true, true), unit_now));
+}
+
 // Mixed sampling: with per-op decisions, unit samples place whole units (drawn from the
 // mean of the unit's logits) and train that pooled distribution.
 TEST(GoPpoTest, UnitSamplesPlaceWholeUnitsAndTrainTheirPooledDistribution) {
@@ -1244,6 +1281,40 @@ TEST_F(GoCheckpointTest, UnitDecisionsTravelInTheCheckpoint) {
   const auto placement = *zero_shot->propose(held_out.problem).placement;
   const auto tensors = make_graph_tensors(held_out.compiled);
   EXPECT_EQ(ops_off_their_unit(tensors, placement), 0);
+}
+
+TEST_F(GoCheckpointTest, UnitGateTravelsInTheCheckpoint) {
+  const auto text = policy_options_text(GoPolicyOptions().unit_gate(true));
+  EXPECT_NE(text.find("unit_gate=1"), std::string::npos);
+  EXPECT_TRUE(parse_policy_options(text, kCheckpointVersion, "a.ckpt").unit_gate());
+  // A checkpoint from before the gate records no unit_gate: its policy had none.
+  std::string before = policy_options_text(GoPolicyOptions());
+  const auto at = before.find(";unit_gate=0");
+  ASSERT_NE(at, std::string::npos);
+  before.erase(at, std::string(";unit_gate=0").size());
+  EXPECT_FALSE(parse_policy_options(before, kCheckpointVersion, "a.ckpt").unit_gate());
+  // Zero-shot rebuilds the gate head and reads its trained weights.
+  testing::ProblemFixture a(unit_graph(), "p100x2_pcie", 1);
+  testing::ProblemFixture held_out(unit_graph(33), "p100x2_pcie", 2);
+  const std::string checkpoint = (dir_ / "go.ckpt").string();
+  pretrain(a.problem,
+           {{"hidden", "16"},
+            {"segment_length", "4"},
+            {"unit_gate", "true"},
+            {"checkpoint", checkpoint}},
+           2);
+  const auto loaded = load_checkpoint(checkpoint, 1e-3);
+  EXPECT_TRUE(loaded.policy->options.unit_gate());
+  EXPECT_NE(loaded.policy->named_parameters().find("unit_gate.weight"), nullptr);
+  AgentRegistry r;
+  register_builtin_agents(r);
+  auto zero_shot = r.create("go_zero_shot", {{"checkpoint", checkpoint}});
+  EXPECT_TRUE(zero_shot->propose(held_out.problem).placement.has_value());
+  // The gate mixes per-op decisions; with unit decisions it has nothing to gate.
+  const auto message = gopt::testing::error_of([&] {
+    (void)r.create("go_one", {{"unit_gate", "true"}, {"unit_decisions", "true"}}, "exp.yaml");
+  });
+  EXPECT_TRUE(gopt::testing::contains(message, "agents.go_one.unit_gate")) << message;
 }
 
 // With validation graphs the checkpoint is the checked policy whose zero-shot placement of
