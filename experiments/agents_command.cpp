@@ -102,6 +102,10 @@ int inspect_policy(const InspectArgs& args, CliContext& ctx) {
     j["mean_probability"] = spread.mean_probability;
     j["logit_spread"] = spread.logit_spread;
     j["argmax_ops"] = spread.argmax_ops;
+    if (spread.unit_gate_mean) {
+      j["unit_gate_mean"] = *spread.unit_gate_mean;
+      j["ops_following_unit"] = *spread.ops_following_unit;
+    }
     ctx.out << j.dump(2) << "\n";
     return kExitOk;
   }
@@ -113,6 +117,11 @@ int inspect_policy(const InspectArgs& args, CliContext& ctx) {
     ctx.out << std::setw(6) << d << std::setw(18) << std::setprecision(4)
             << spread.mean_probability[d] << std::setw(20) << std::setprecision(3)
             << spread.logit_spread[d] << std::setw(23) << spread.argmax_ops[d] << "\n";
+  }
+  if (spread.unit_gate_mean) {
+    ctx.out << "unit gate: mean " << std::setprecision(3) << *spread.unit_gate_mean << ", "
+            << std::setprecision(3) << 100.0 * *spread.ops_following_unit
+            << "% of ops weigh their unit's distribution above their own\n";
   }
   return kExitOk;
 }

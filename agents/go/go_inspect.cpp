@@ -24,8 +24,8 @@ PlacementSpread placement_spread(const std::string& path, const core::CompiledGr
                                std::to_string(devices));
   }
   torch::NoGradGuard no_grad;
-  const auto logits =
-      policy->forward(make_graph_tensors(graph), devices).logits.slice(1, 0, devices);
+  const auto out = policy->forward(make_graph_tensors(graph), devices);
+  const auto logits = out.logits.slice(1, 0, devices);
   const auto probability = torch::softmax(logits, 1);
   const auto mean = probability.mean(0);
   const auto std = logits.std(0, /*unbiased=*/false);
@@ -34,6 +34,10 @@ PlacementSpread placement_spread(const std::string& path, const core::CompiledGr
     spread.mean_probability.push_back(mean[d].item<double>());
     spread.logit_spread.push_back(std[d].item<double>());
     spread.argmax_ops.push_back(counts[d].item<std::int64_t>());
+  }
+  if (out.unit_gate.defined()) {
+    spread.unit_gate_mean = out.unit_gate.mean().item<double>();
+    spread.ops_following_unit = out.unit_gate.gt(0.5).to(torch::kDouble).mean().item<double>();
   }
   return spread;
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,10 @@ struct PlacementSpread {
   std::vector<double> mean_probability;  ///< per device: its probability, averaged over ops
   std::vector<double> logit_spread;      ///< per device: std over ops of its logit (no priors)
   std::vector<std::int64_t> argmax_ops;  ///< per device: ops whose most likely device it is
+  /// With GoPolicyOptions::unit_gate: the gate's mean over ops and the share of ops that
+  /// weigh their unit's distribution above their own (gate > 1/2). Absent without a gate.
+  std::optional<double> unit_gate_mean;
+  std::optional<double> ops_following_unit;
 };
 
 /// Loads the policy of a GO checkpoint (go_pretrain) or training snapshot (`gopt run`'s

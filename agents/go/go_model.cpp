@@ -206,7 +206,7 @@ void GoPolicyImpl::zero_head(GoTask task) {
 }
 
 torch::Tensor GoPolicyImpl::placement_logits(const torch::Tensor& x, const torch::Tensor& masked,
-                                             const GraphTensors& g) {
+                                             const GraphTensors& g, PolicyOutput& out) {
   auto logits = with_prior(placement_(x), g.placement_prior, "placement");
   if (options.unit_decisions()) {
     // The mean over each unit's ops, given back to every op of the unit.
@@ -221,6 +221,7 @@ torch::Tensor GoPolicyImpl::placement_logits(const torch::Tensor& x, const torch
         unit_means(logits, g).index_select(0, g.unit).masked_fill(masked, kMaskedLogit), 1);
     const auto own = torch::log_softmax(logits.masked_fill(masked, kMaskedLogit), 1);
     const auto gate = unit_gate_(x);  // [N, 1]
+    out.unit_gate = torch::sigmoid(gate.detach()).squeeze(1);
     logits = torch::logsumexp(
         torch::stack({torch::log_sigmoid(gate) + unit, torch::log_sigmoid(-gate) + own}), 0);
   }
@@ -244,7 +245,7 @@ torch::Tensor GoPolicyImpl::forward_tasks(const torch::Tensor& shared, const tor
     torch::Tensor logits;
     switch (tasks[i]) {
       case GoTask::kPlacement:
-        logits = out.logits = placement_logits(x, masked, g);
+        logits = out.logits = placement_logits(x, masked, g, out);
         break;
       case GoTask::kScheduling:
         logits = out.priority_logits = with_prior(priority_(x), g.priority_prior, "priority");
@@ -286,8 +287,8 @@ PolicyOutput GoPolicyImpl::forward(const GraphTensors& g, std::int64_t devices) 
   // The copies are differentiable, so PPO's sampling and objective stay on the CPU as
   // they are and its gradients flow back into the network on the GPU.
   PolicyOutput out = forward_on(g.on(where), devices);
-  for (torch::Tensor* t :
-       {&out.logits, &out.priority_logits, &out.fusion_logits, &out.value, &out.embeddings}) {
+  for (torch::Tensor* t : {&out.logits, &out.priority_logits, &out.fusion_logits, &out.unit_gate,
+                           &out.value, &out.embeddings}) {
     if (t->defined()) *t = t->to(torch::kCPU);
   }
   return out;
@@ -310,7 +311,7 @@ PolicyOutput GoPolicyImpl::forward_on(const GraphTensors& g, std::int64_t device
     if (options.task_layers()) {
       x = forward_tasks(x, masked, g, out);
     } else {
-      out.logits = placement_logits(x, masked, g);
+      out.logits = placement_logits(x, masked, g, out);
     }
   }
   // The value head reads detached features: its regression never pulls on the policy.

@@ -121,6 +121,8 @@ struct PolicyOutput {
                                   ///< (undefined when placement is not decided)
   torch::Tensor priority_logits;  ///< [N, priority_levels] (undefined: scheduling not decided)
   torch::Tensor fusion_logits;    ///< [N, fusion_levels] (undefined: fusion not decided)
+  torch::Tensor unit_gate;        ///< [N] each op's weight on its unit's distribution
+                                  ///< (undefined without GoPolicyOptions::unit_gate)
   torch::Tensor value;            ///< [] predicted reward of the graph
   torch::Tensor embeddings;       ///< [N, hidden] encoder output (for tests)
 
@@ -149,9 +151,10 @@ class GoPolicyImpl : public torch::nn::Module {
   /// forward() with `g` and every output on the network's device.
   PolicyOutput forward_on(const GraphTensors& g, std::int64_t devices);
   torch::Tensor attend(torch::Tensor x, const torch::Tensor& graph_embedding);
-  /// The placement head's logits plus the graph's placement prior, masked to the cluster.
+  /// The placement head's logits plus the graph's placement prior, masked to the cluster;
+  /// sets `out.unit_gate` when the gate mixes them.
   torch::Tensor placement_logits(const torch::Tensor& x, const torch::Tensor& masked,
-                                 const GraphTensors& g);
+                                 const GraphTensors& g, PolicyOutput& out);
   /// The task layers and heads (task_layers); returns the last task layer's output.
   torch::Tensor forward_tasks(const torch::Tensor& shared, const torch::Tensor& masked,
                               const GraphTensors& g, PolicyOutput& out);

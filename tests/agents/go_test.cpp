@@ -499,6 +499,12 @@ TEST(GoPolicyTest, UnitGateMixesTheUnitsDistributionWithTheOpsOwn) {
   ASSERT_FALSE(torch::allclose(own, unit, 1e-3, 1e-3));
   const auto mixed = probs_at(true, false);
   EXPECT_TRUE(torch::allclose(mixed, 0.5 * unit + 0.5 * own, 1e-5, 1e-6));
+  {
+    torch::NoGradGuard no_grad;
+    const auto gate = policy->forward(tensors, 2).unit_gate;
+    ASSERT_TRUE(gate.defined());
+    EXPECT_TRUE(torch::allclose(gate, torch::full({tensors.num_nodes}, 0.5)));
+  }
   EXPECT_EQ(mixed.slice(1, 2).max().item<float>(), 0.0f);  // masked devices stay masked
   // PPO moves the gate: its head gets gradients from the placement's log-probabilities.
   torch::optim::Adam adam(policy->parameters(), torch::optim::AdamOptions(3e-3));
@@ -915,6 +921,7 @@ TEST_F(GoCheckpointTest, PlacementSpreadMeasuresACheckpointAndNamesABadFile) {
   EXPECT_NEAR(spread.mean_probability[0] + spread.mean_probability[1], 1.0, 1e-5);
   EXPECT_EQ(spread.argmax_ops[0] + spread.argmax_ops[1], a.compiled.num_nodes());
   EXPECT_GT(std::max(spread.logit_spread[0], spread.logit_spread[1]), 0.05);
+  EXPECT_FALSE(spread.unit_gate_mean.has_value());  // no gate to report
 
   const auto not_a_checkpoint = (dir_ / "notes.txt").string();
   std::ofstream(not_a_checkpoint) << "not a checkpoint\n";
@@ -1306,6 +1313,14 @@ TEST_F(GoCheckpointTest, UnitGateTravelsInTheCheckpoint) {
   const auto loaded = load_checkpoint(checkpoint, 1e-3);
   EXPECT_TRUE(loaded.policy->options.unit_gate());
   EXPECT_NE(loaded.policy->named_parameters().find("unit_gate.weight"), nullptr);
+  // `gopt agents inspect` reports what the gate learned.
+  const auto spread = placement_spread(checkpoint, held_out.compiled, 2);
+  ASSERT_TRUE(spread.unit_gate_mean.has_value());
+  EXPECT_GT(*spread.unit_gate_mean, 0.0);
+  EXPECT_LT(*spread.unit_gate_mean, 1.0);
+  EXPECT_NE(*spread.unit_gate_mean, 0.5);  // trained away from the even mix
+  EXPECT_GE(*spread.ops_following_unit, 0.0);
+  EXPECT_LE(*spread.ops_following_unit, 1.0);
   AgentRegistry r;
   register_builtin_agents(r);
   auto zero_shot = r.create("go_zero_shot", {{"checkpoint", checkpoint}});
