@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "agents/registry.h"
 #include "core/errors.h"
 #include "core/strings.h"
 #include "experiments/report.h"
@@ -58,24 +59,24 @@ std::string revisions(const AblationSide& side, const std::vector<AblationRow>& 
   return core::join(parts);
 }
 
-// The resolved options of the side's first result (empty for files from before they were
-// recorded).
-std::map<std::string, std::string> options_of(const AblationSide& side) {
-  for (const auto& r : side.file->results) {
-    if (r.key.agent == side.agent) {
-      return r.resolved_options.empty() ? r.options : r.resolved_options;
-    }
+// The resolved options of `agent`'s first result in `file` (empty for files from before
+// they were recorded, and for an agent the file lacks).
+std::map<std::string, std::string> options_of(const ResultsFile& file, const std::string& agent) {
+  for (const auto& r : file.results) {
+    if (r.key.agent == agent) return r.resolved_options.empty() ? r.options : r.resolved_options;
   }
   return {};
 }
 
-// "name: value" for every option whose value differs between the two sides, one list per
+// "name: value" for every option whose value differs between the two agents, one list per
 // side; "(not recorded)" for an option one side's results lack (one that came after its
 // run).
-std::pair<std::string, std::string> differing_options(const AblationSide& with,
-                                                      const AblationSide& without) {
-  const auto a = options_of(with);
-  const auto b = options_of(without);
+std::pair<std::string, std::string> differing_options(const ResultsFile& with_file,
+                                                      const std::string& with_agent,
+                                                      const ResultsFile& without_file,
+                                                      const std::string& without_agent) {
+  const auto a = options_of(with_file, with_agent);
+  const auto b = options_of(without_file, without_agent);
   std::set<std::string> names;
   for (const auto& [name, value] : a) names.insert(name);
   for (const auto& [name, value] : b) names.insert(name);
@@ -91,6 +92,33 @@ std::pair<std::string, std::string> differing_options(const AblationSide& with,
   }
   if (left.empty()) return {"none", "none"};
   return {core::join(left), core::join(right)};
+}
+
+// The provenance rows of the options that differ: the agents', then their upstream agents'
+// pair by pair (an upstream agent only one side has is named, with nothing to compare).
+std::string option_rows(const AblationSide& with, const AblationSide& without) {
+  std::ostringstream rows;
+  const auto [left, right] =
+      differing_options(*with.file, with.agent, *without.file, without.agent);
+  rows << "| options that differ | " << left << " | " << right << " |\n";
+  const std::size_t n = std::max(with.upstream.size(), without.upstream.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i >= with.upstream.size() || i >= without.upstream.size()) {
+      const bool in_with = i < with.upstream.size();
+      const std::string& label = in_with ? with.upstream[i] : without.upstream[i];
+      rows << "| it reads " << label << " | " << (in_with ? "yes" : "no") << " | "
+           << (in_with ? "no" : "yes") << " |\n";
+      continue;
+    }
+    const auto [l, r] =
+        differing_options(*with.file, with.upstream[i], *without.file, without.upstream[i]);
+    const std::string label = with.upstream[i] == without.upstream[i]
+                                  ? with.upstream[i]
+                                  : with.upstream[i] + " / " + without.upstream[i];
+    rows << "| options of " << label << " (whose output it reads) that differ | " << l << " | " << r
+         << " |\n";
+  }
+  return rows.str();
 }
 
 }  // namespace
@@ -133,10 +161,38 @@ std::vector<AblationRow> ablation_rows(const AblationSide& with, const AblationS
   return rows;
 }
 
+std::vector<std::string> upstream_agents(const ResultsFile& file, const std::string& agent,
+                                         const agents::AgentRegistry& registry) {
+  const RunResult* reader = nullptr;
+  for (const auto& r : file.results) {
+    if (r.key.agent == agent) {
+      reader = &r;
+      break;
+    }
+  }
+  if (reader == nullptr || !registry.contains(reader->agent_type)) return {};
+  std::vector<std::string> out;
+  for (const auto& spec : registry.info(reader->agent_type).artifacts.consumes) {
+    if (reader->options.count(spec.option) > 0) continue;  // the config named its own file
+    // The producer of the kind that comes first in the job order.
+    const RunResult* first = nullptr;
+    for (const auto& r : file.results) {
+      if (!registry.contains(r.agent_type)) continue;
+      const auto& produces = registry.info(r.agent_type).artifacts.produces;
+      const bool producer = std::any_of(produces.begin(), produces.end(),
+                                        [&](const auto& p) { return p.kind == spec.kind; });
+      if (producer && (first == nullptr || r.order < first->order)) first = &r;
+    }
+    if (first != nullptr && std::find(out.begin(), out.end(), first->key.agent) == out.end()) {
+      out.push_back(first->key.agent);
+    }
+  }
+  return out;
+}
+
 std::string render_ablation(const AblationSide& with, const AblationSide& without,
                             const std::string& regenerate) {
   const auto rows = ablation_rows(with, without);
-  const auto [with_options, without_options] = differing_options(with, without);
   std::ostringstream page;
   page << "# Ablation: " << with.agent << " against " << without.agent << "\n\n"
        << "<!-- Generated by gopt ablation from two results files; do not edit by hand. -->\n\n"
@@ -148,9 +204,8 @@ std::string render_ablation(const AblationSide& with, const AblationSide& withou
        << "| experiment | " << with.file->metadata.experiment << " | "
        << without.file->metadata.experiment << " |\n"
        << "| agent | " << with.agent << " | " << without.agent << " |\n"
-       << "| options that differ | " << with_options << " | " << without_options << " |\n"
-       << "| revisions | " << revisions(with, rows) << " | " << revisions(without, rows)
-       << " |\n\n";
+       << option_rows(with, without) << "| revisions | " << revisions(with, rows) << " | "
+       << revisions(without, rows) << " |\n\n";
   if (rows.empty()) {
     page << "No workload has results of both agents at a common seed.\n";
     return page.str();

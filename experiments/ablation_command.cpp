@@ -6,6 +6,7 @@
 #include <ostream>
 #include <string>
 
+#include "agents/registry.h"
 #include "experiments/ablation.h"
 #include "experiments/cli.h"
 #include "experiments/hdf5_sink.h"
@@ -30,8 +31,12 @@ int write_ablation(const AblationArgs& args, CliContext& ctx) {
                            portable_path(args.without) + " --agent " + args.agent;
   if (!args.without_agent.empty()) regenerate += " --without-agent " + args.without_agent;
   if (!args.out.empty()) regenerate += " --out " + portable_path(args.out);
-  const std::string page =
-      render_ablation({&with, args.agent}, {&without, without_agent}, regenerate);
+  agents::AgentRegistry registry;
+  agents::register_builtin_agents(registry);
+  const AblationSide with_side{&with, args.agent, upstream_agents(with, args.agent, registry)};
+  const AblationSide without_side{&without, without_agent,
+                                  upstream_agents(without, without_agent, registry)};
+  const std::string page = render_ablation(with_side, without_side, regenerate);
   if (args.out.empty()) {
     ctx.out << page;
     return kExitOk;
@@ -48,7 +53,8 @@ void add_ablation_command(CLI::App& app, CliContext& context) {
   auto* cmd = app.add_subcommand(
       "ablation",
       "Compare an agent with a change against one without it (markdown): mean step time per\n"
-      "workload over the seeds both results files have, the change, the options that differ");
+      "workload over the seeds both results files have, the change, the options that differ\n"
+      "(also those of the agents whose output it reads: go_finetune's go_pretrain)");
   cmd->add_option("with", args->with, "Results file (HDF5) of the runs with the change")
       ->required();
   cmd->add_option("without", args->without,

@@ -9,6 +9,7 @@
 #include <iterator>
 #include <string>
 
+#include "agents/registry.h"
 #include "tests/support/files.h"
 #include "tests/support/run_command.h"
 
@@ -112,6 +113,69 @@ TEST(AblationTest, ComparesCommonSeedsPerWorkloadAndSaysWhatDiffers) {
   EXPECT_EQ(missing.exit_code, 1) << missing.err;
   EXPECT_TRUE(contains(missing.err, without.string())) << missing.err;
   EXPECT_TRUE(contains(missing.err, "no result of agent 'go'")) << missing.err;
+  gopt::testing::remove_tree(dir.string());
+}
+
+// A transfer-learning file: go_pretrain (pretraining with `unit_gate`) then go_finetune,
+// which reads its policy unless `checkpoint` names a file of its own.
+void write_transfer_file(const std::filesystem::path& path, const std::string& unit_gate,
+                         const std::string& checkpoint = "") {
+  Hdf5Sink sink(path);
+  RunMetadata m;
+  m.experiment = "transfer_fixture";
+  sink.begin(m);
+  RunResult pretrain;
+  pretrain.key = {"gnmt_4", "go_pretrain", 1};
+  pretrain.agent_type = "go_pretrain";
+  pretrain.order = 0;
+  pretrain.best_step_time_s = 0.5;
+  pretrain.resolved_options = {{"unit_gate", unit_gate}, {"hidden", "64"}};
+  sink.write(pretrain);
+  RunResult finetune;
+  finetune.key = {"gnmt_8", "go_finetune", 1};
+  finetune.agent_type = "go_finetune";
+  finetune.order = 1;
+  finetune.best_step_time_s = unit_gate == "true" ? 0.8 : 0.9;
+  if (!checkpoint.empty()) finetune.options = {{"checkpoint", checkpoint}};
+  finetune.resolved_options = {{"samples_per_step", "64"}};
+  sink.write(finetune);
+}
+
+TEST(AblationTest, ComparesTheOptionsOfThePretrainingAFineTuningReads) {
+  const std::filesystem::path dir = gopt::testing::make_temp_dir("gopt_ablation_upstream");
+  write_transfer_file(dir / "gate.h5", "true");
+  write_transfer_file(dir / "plain.h5", "false");
+  write_transfer_file(dir / "own.h5", "false", "elsewhere.ckpt");
+  const ResultsFile gate = read_results_file(dir / "gate.h5");
+  const ResultsFile plain = read_results_file(dir / "plain.h5");
+  const ResultsFile own = read_results_file(dir / "own.h5");
+  agents::AgentRegistry registry;
+  agents::register_builtin_agents(registry);
+
+  EXPECT_EQ(upstream_agents(gate, "go_finetune", registry),
+            std::vector<std::string>{"go_pretrain"});
+  EXPECT_TRUE(upstream_agents(gate, "go_pretrain", registry).empty());  // it reads nothing
+  EXPECT_TRUE(upstream_agents(own, "go_finetune", registry).empty());   // its own checkpoint
+  EXPECT_TRUE(upstream_agents(gate, "absent", registry).empty());
+
+  const std::string page =
+      render_ablation({&gate, "go_finetune", {"go_pretrain"}},
+                      {&plain, "go_finetune", {"go_pretrain"}}, "gopt ablation gate.h5 plain.h5");
+  EXPECT_TRUE(contains(page, "| options that differ | none | none |")) << page;
+  EXPECT_TRUE(contains(page,
+                       "| options of go_pretrain (whose output it reads) that differ | "
+                       "unit_gate: true | unit_gate: false |"))
+      << page;
+  const std::string one_sided =
+      render_ablation({&gate, "go_finetune", {"go_pretrain"}}, {&own, "go_finetune"}, "x");
+  EXPECT_TRUE(contains(one_sided, "| it reads go_pretrain | yes | no |")) << one_sided;
+
+  // The command finds the pretraining agent itself.
+  auto cli = gopt::testing::run_command(kGopt + " ablation " + (dir / "gate.h5").string() + " " +
+                                        (dir / "plain.h5").string() + " --agent go_finetune");
+  ASSERT_EQ(cli.exit_code, 0) << cli.err;
+  EXPECT_TRUE(contains(cli.out, "unit_gate: true | unit_gate: false")) << cli.out;
+  EXPECT_TRUE(contains(cli.out, "| gnmt_8 | 1 | 900.0 | 800.0 | -11.1% |")) << cli.out;
   gopt::testing::remove_tree(dir.string());
 }
 
