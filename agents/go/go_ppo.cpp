@@ -140,10 +140,24 @@ torch::Tensor mixed_placement_loss(torch::Tensor policy_loss, const torch::Tenso
          clipped_surrogate(unit_ratio, unit_advantage, options.clip).sum() / normaliser;
 }
 
+// The device-balance penalty (PpoOptions::device_balance): KL(uniform || p̄) over the
+// cluster's `devices`, p̄ the mean of the decisions' device distributions (rows of
+// `log_probs` where `mask` is 1), times the decisions' number, so that its weight compares
+// with the entropy bonus, a sum over decisions too. On a device no decision samples it
+// still pulls with a gradient of about 1/devices per decision, where the entropy's vanishes.
+torch::Tensor balance_penalty(const torch::Tensor& log_probs, const torch::Tensor& mask,
+                              std::int64_t devices) {
+  const auto weight = mask.sum().clamp_min(1.0);
+  const auto mean =
+      (log_probs.slice(1, 0, devices).exp() * mask.unsqueeze(1)).sum(0) / weight;  // [devices]
+  return weight * (-std::log(static_cast<double>(devices)) - mean.clamp_min(1e-12).log().mean());
+}
+
 struct EpochLoss {
   torch::Tensor policy;   // the clipped surrogate and self-imitation terms
   torch::Tensor value;    // the value head's squared error
   torch::Tensor entropy;  // of every decision, summed
+  torch::Tensor balance;  // the device-balance penalty (undefined when off)
 };
 
 // One epoch's objective on `out`, a forward pass of the policy. Every decision (a node's
@@ -159,6 +173,7 @@ EpochLoss epoch_loss(const GoPolicyOptions& policy, const GraphTensors& g, PpoBa
   torch::Tensor policy_loss = torch::zeros({});
   torch::Tensor node_entropy = torch::zeros({g.num_nodes});  // per-node decisions' entropy
   torch::Tensor unit_entropy = torch::zeros({});             // per-unit decisions', summed
+  torch::Tensor balance;
   for (auto t : enabled_tasks(policy)) {
     const auto& mask = per_unit(policy, t)       ? all_units
                        : t == GoTask::kPlacement ? g.action_mask
@@ -170,6 +185,9 @@ EpochLoss epoch_loss(const GoPolicyOptions& policy, const GraphTensors& g, PpoBa
       policy_loss = mixed_placement_loss(policy_loss, surrogate, mask, out, g, batch, options);
     } else {
       policy_loss = policy_loss - (surrogate * mask.unsqueeze(1)).sum() / normaliser;
+    }
+    if (t == GoTask::kPlacement && options.device_balance > 0) {
+      balance = balance_penalty(log_probs, mask, batch.devices);
     }
     if (per_unit(policy, t)) {
       unit_entropy = unit_entropy - ((log_probs.exp() * log_probs).sum(1) * mask).sum();
@@ -183,7 +201,7 @@ EpochLoss epoch_loss(const GoPolicyOptions& policy, const GraphTensors& g, PpoBa
     }
   }
   auto value_loss = (out.value - batch.reward).pow(2).mean();
-  return {policy_loss, value_loss, node_entropy.sum() + unit_entropy};
+  return {policy_loss, value_loss, node_entropy.sum() + unit_entropy, balance};
 }
 
 }  // namespace
@@ -194,6 +212,7 @@ void ppo_backward(GoPolicy& policy, const GraphTensors& g, PpoBatch& batch,
   PolicyOutput out = epoch == 0 ? std::move(batch.first_pass) : policy->forward(g, batch.devices);
   const EpochLoss l = epoch_loss(o, g, batch, options, out);
   auto loss = l.policy + options.value_coef * l.value - options.entropy_coef * l.entropy;
+  if (l.balance.defined()) loss = loss + options.device_balance * l.balance;
   loss.backward();
   if (stats != nullptr) {
     stats->policy_loss = l.policy.item<double>();

@@ -50,9 +50,15 @@ struct PpoOptions {
   double clip = 0.2;                   ///< ratio clip range
   double value_coef = 0.5;             ///< weight of the value loss
   double entropy_coef = 0.01;          ///< weight of the entropy bonus
-  double grad_clip = 1.0;              ///< max global gradient norm
-  double oom_reward = -3.0;            ///< reward of an out-of-memory placement
-  bool evaluate_greedy = true;         ///< also simulate the argmax placement each update
+  /// Weight of the device-balance penalty (0: off): KL(uniform || p̄) times the number of
+  /// placement decisions, where p̄ is the policy's device distribution averaged over those
+  /// decisions. It keeps every device in use on average, so that a device the policy
+  /// stopped sampling (whose mean probability fell to ~1e-4, where neither the reward nor
+  /// the per-node entropy moves it back) comes back (docs/agents.md "Device balance").
+  double device_balance = 0;
+  double grad_clip = 1.0;       ///< max global gradient norm
+  double oom_reward = -3.0;     ///< reward of an out-of-memory placement
+  bool evaluate_greedy = true;  ///< also simulate the argmax placement each update
   /// Self-imitation: each epoch also maximises the log-likelihood of the best decision found
   /// so far on the graph (summed over nodes), with this weight. 0: off.
   double imitation_coef = 0;

@@ -84,6 +84,10 @@ Fields ppo_fields() {
       .number("value_coef", ppo_field(&PpoOptions::value_coef), "weight of the value loss", 0, 1000)
       .number("entropy_coef", ppo_field(&PpoOptions::entropy_coef), "weight of the entropy bonus",
               0, 1000)
+      .number("device_balance", ppo_field(&PpoOptions::device_balance),
+              "weight of the device-balance penalty: KL(uniform || the placement distribution "
+              "averaged over ops) times the ops (0: off)",
+              0, 1000)
       .number("grad_clip", ppo_field(&PpoOptions::grad_clip), "max global gradient norm", 0, 1e6)
       .number("oom_reward", ppo_field(&PpoOptions::oom_reward),
               "reward of an out-of-memory placement (valid ones: -sqrt(step time / reference))",

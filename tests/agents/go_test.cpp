@@ -750,6 +750,46 @@ TEST(ComputeThreadsTest, LimitAppliesToTheCallingThread) {
   at::set_num_threads(before);  // the other tests run with the default
 }
 
+// Device balance (device_balance): a device the policy stopped sampling (its placement
+// bias far below the others', as pretraining leaves one on the GNMT graphs) stays dead
+// under PPO alone and comes back with the penalty.
+TEST(GoPpoTest, DeviceBalanceBringsBackADeviceThePolicyStoppedSampling) {
+  testing::ProblemFixture f(parallel_chains(3, 6), "p100x4_pcie", 1);
+  const GraphTensors tensors = make_graph_tensors(f.compiled);
+  auto dead_share = [&](GoPolicy& policy) {  // device 3's mean probability over the ops
+    torch::NoGradGuard no_grad;
+    const auto p = torch::softmax(policy->forward(tensors, 4).logits, 1);
+    return p.select(1, 3).mean().item<double>();
+  };
+  double before = 0;
+  auto after = [&](double balance) {
+    GoPolicy policy = small_policy(3);
+    policy->reset_heads();
+    {
+      torch::NoGradGuard no_grad;
+      auto params = policy->named_parameters();
+      EXPECT_TRUE(params.contains("placement.bias"));
+      params["placement.bias"][3].fill_(-12.0);
+    }
+    before = dead_share(policy);
+    core::Rng rng(4);
+    torch::optim::Adam adam(policy->parameters(), torch::optim::AdamOptions(3e-2));
+    PpoOptions ppo;
+    ppo.samples_per_step = 8;
+    ppo.device_balance = balance;
+    PpoTrainer trainer(policy, adam, ppo, make_generator(rng));
+    Environment env(f.problem);
+    PpoTask task(env);
+    for (int step = 0; step < 5; ++step) (void)trainer.step(task);
+    return dead_share(policy);
+  };
+  const double without = after(0);
+  EXPECT_LT(before, 1e-4);
+  EXPECT_LT(without, 1e-3) << "before " << before;
+  const double with = after(1.0);
+  EXPECT_GT(with, 100 * without) << "before " << before;
+}
+
 // Self-imitation (imitation_coef) pulls the policy towards the best decision found so far:
 // one update from the same start, with the same samples, raises that decision's
 // log-likelihood with it, and more than without it.
