@@ -71,10 +71,12 @@ std::map<std::string, std::string> options_of(const ResultsFile& file, const std
 // "name: value" for every option whose value differs between the two agents, one list per
 // side; "(not recorded)" for an option one side's results lack (one that came after its
 // run).
+// Options in `skip` are left out.
 std::pair<std::string, std::string> differing_options(const ResultsFile& with_file,
                                                       const std::string& with_agent,
                                                       const ResultsFile& without_file,
-                                                      const std::string& without_agent) {
+                                                      const std::string& without_agent,
+                                                      const std::set<std::string>& skip = {}) {
   const auto a = options_of(with_file, with_agent);
   const auto b = options_of(without_file, without_agent);
   std::set<std::string> names;
@@ -82,10 +84,11 @@ std::pair<std::string, std::string> differing_options(const ResultsFile& with_fi
   for (const auto& [name, value] : b) names.insert(name);
   std::vector<std::string> left, right;
   for (const auto& name : names) {
+    if (skip.count(name) > 0) continue;
     const auto x = a.find(name);
     const auto y = b.find(name);
-    const std::string vx = x == a.end() ? "(not recorded)" : x->second;
-    const std::string vy = y == b.end() ? "(not recorded)" : y->second;
+    const std::string vx = x == a.end() ? "(not recorded)" : portable_path(x->second);
+    const std::string vy = y == b.end() ? "(not recorded)" : portable_path(y->second);
     if (vx == vy) continue;
     left.push_back(name + ": " + vx);
     right.push_back(name + ": " + vy);
@@ -98,23 +101,28 @@ std::pair<std::string, std::string> differing_options(const ResultsFile& with_fi
 // pair by pair (an upstream agent only one side has is named, with nothing to compare).
 std::string option_rows(const AblationSide& with, const AblationSide& without) {
   std::ostringstream rows;
+  // An option naming an upstream agent's file on both sides differs with the files' places;
+  // the upstream agents' own options say what differs between them.
+  std::set<std::string> skip;
+  for (const auto& name : with.upstream.options) {
+    const auto& theirs = without.upstream.options;
+    if (std::find(theirs.begin(), theirs.end(), name) != theirs.end()) skip.insert(name);
+  }
   const auto [left, right] =
-      differing_options(*with.file, with.agent, *without.file, without.agent);
+      differing_options(*with.file, with.agent, *without.file, without.agent, skip);
   rows << "| options that differ | " << left << " | " << right << " |\n";
-  const std::size_t n = std::max(with.upstream.size(), without.upstream.size());
-  for (std::size_t i = 0; i < n; ++i) {
-    if (i >= with.upstream.size() || i >= without.upstream.size()) {
-      const bool in_with = i < with.upstream.size();
-      const std::string& label = in_with ? with.upstream[i] : without.upstream[i];
+  const auto& a = with.upstream.agents;
+  const auto& b = without.upstream.agents;
+  for (std::size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
+    if (i >= a.size() || i >= b.size()) {
+      const bool in_with = i < a.size();
+      const std::string& label = in_with ? a[i] : b[i];
       rows << "| it reads " << label << " | " << (in_with ? "yes" : "no") << " | "
            << (in_with ? "no" : "yes") << " |\n";
       continue;
     }
-    const auto [l, r] =
-        differing_options(*with.file, with.upstream[i], *without.file, without.upstream[i]);
-    const std::string label = with.upstream[i] == without.upstream[i]
-                                  ? with.upstream[i]
-                                  : with.upstream[i] + " / " + without.upstream[i];
+    const auto [l, r] = differing_options(*with.file, a[i], *without.file, b[i]);
+    const std::string label = a[i] == b[i] ? a[i] : a[i] + " / " + b[i];
     rows << "| options of " << label << " (whose output it reads) that differ | " << l << " | " << r
          << " |\n";
   }
@@ -161,8 +169,8 @@ std::vector<AblationRow> ablation_rows(const AblationSide& with, const AblationS
   return rows;
 }
 
-std::vector<std::string> upstream_agents(const ResultsFile& file, const std::string& agent,
-                                         const agents::AgentRegistry& registry) {
+Upstream upstream_of(const ResultsFile& file, const std::string& agent,
+                     const agents::AgentRegistry& registry) {
   const RunResult* reader = nullptr;
   for (const auto& r : file.results) {
     if (r.key.agent == agent) {
@@ -171,7 +179,7 @@ std::vector<std::string> upstream_agents(const ResultsFile& file, const std::str
     }
   }
   if (reader == nullptr || !registry.contains(reader->agent_type)) return {};
-  std::vector<std::string> out;
+  Upstream out;
   for (const auto& spec : registry.info(reader->agent_type).artifacts.consumes) {
     if (reader->options.count(spec.option) > 0) continue;  // the config named its own file
     // The producer of the kind that comes first in the job order.
@@ -183,8 +191,10 @@ std::vector<std::string> upstream_agents(const ResultsFile& file, const std::str
                                         [&](const auto& p) { return p.kind == spec.kind; });
       if (producer && (first == nullptr || r.order < first->order)) first = &r;
     }
-    if (first != nullptr && std::find(out.begin(), out.end(), first->key.agent) == out.end()) {
-      out.push_back(first->key.agent);
+    if (first == nullptr) continue;
+    out.options.push_back(spec.option);
+    if (std::find(out.agents.begin(), out.agents.end(), first->key.agent) == out.agents.end()) {
+      out.agents.push_back(first->key.agent);
     }
   }
   return out;

@@ -16,24 +16,29 @@ class AgentRegistry;
 
 namespace gopt::experiments {
 
+/// What an agent of a results file reads from other agents of the same file (go_finetune
+/// reads go_pretrain's policy).
+struct Upstream {
+  std::vector<std::string> agents;   ///< their labels
+  std::vector<std::string> options;  ///< the reader's options that name their files
+};
+
 /// One side of an ablation: a results file and the agent label whose rows it compares.
 struct AblationSide {
   const ResultsFile* file = nullptr;
   std::string agent;
-  /// Agents of the same file whose artifacts `agent`'s jobs read (go_finetune reads
-  /// go_pretrain's policy): their options are compared too, so that a page of a change in
-  /// pretraining says what changed. upstream_agents() finds them.
-  std::vector<std::string> upstream = {};
+  /// The agents whose artifacts `agent`'s jobs read: their options are compared too, so
+  /// that a page of a change in pretraining says what changed, and the options naming
+  /// their files are not (they differ with the files' places). upstream_of() finds them.
+  Upstream upstream = {};
 };
 
-/// The labels of the agents in `file` whose artifacts `agent`'s results read, as the
-/// runner plans it (experiments/plan.h): for each artifact kind that `agent`'s type
-/// consumes and whose option its config leaves unset, the first agent of the file's job
-/// order whose type produces that kind. Empty for an agent that reads nothing, or one
-/// whose file has no result of it.
-[[nodiscard]] std::vector<std::string> upstream_agents(const ResultsFile& file,
-                                                       const std::string& agent,
-                                                       const agents::AgentRegistry& registry);
+/// What `agent`'s results in `file` read, as the runner plans it (experiments/plan.h): for
+/// each artifact kind that `agent`'s type consumes and whose option its config leaves
+/// unset, the agent of the file whose type produces that kind and whose job comes first.
+/// Empty for an agent that reads nothing, or one the file has no result of.
+[[nodiscard]] Upstream upstream_of(const ResultsFile& file, const std::string& agent,
+                                   const agents::AgentRegistry& registry);
 
 /// One workload of an ablation, over the seeds both sides have.
 struct AblationRow {
@@ -52,7 +57,8 @@ struct AblationRow {
                                                      const AblationSide& without);
 
 /// The page: both sides' provenance (file, experiment, revisions, the options that differ
-/// between the two agents and between their upstream agents, pair by pair), the rows with each
+/// between the two agents and between their upstream agents, pair by pair; absolute paths
+/// reduced to file names), the rows with each
 /// workload's change, and a summary line (the geometric mean change and how many workloads are
 /// faster, level within 0.5%, slower). `regenerate` is the command that makes the page again.
 [[nodiscard]] std::string render_ablation(const AblationSide& with, const AblationSide& without,

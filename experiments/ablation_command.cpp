@@ -33,9 +33,9 @@ int write_ablation(const AblationArgs& args, CliContext& ctx) {
   if (!args.out.empty()) regenerate += " --out " + portable_path(args.out);
   agents::AgentRegistry registry;
   agents::register_builtin_agents(registry);
-  const AblationSide with_side{&with, args.agent, upstream_agents(with, args.agent, registry)};
+  const AblationSide with_side{&with, args.agent, upstream_of(with, args.agent, registry)};
   const AblationSide without_side{&without, without_agent,
-                                  upstream_agents(without, without_agent, registry)};
+                                  upstream_of(without, without_agent, registry)};
   const std::string page = render_ablation(with_side, without_side, regenerate);
   if (args.out.empty()) {
     ctx.out << page;

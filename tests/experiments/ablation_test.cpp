@@ -136,8 +136,11 @@ void write_transfer_file(const std::filesystem::path& path, const std::string& u
   finetune.agent_type = "go_finetune";
   finetune.order = 1;
   finetune.best_step_time_s = unit_gate == "true" ? 0.8 : 0.9;
-  if (!checkpoint.empty()) finetune.options = {{"checkpoint", checkpoint}};
-  finetune.resolved_options = {{"samples_per_step", "64"}};
+  finetune.resolved_options = {{"samples_per_step", "64"}, {"checkpoint", path.string() + ".ckpt"}};
+  if (!checkpoint.empty()) {
+    finetune.options = {{"checkpoint", checkpoint}};
+    finetune.resolved_options["checkpoint"] = checkpoint;
+  }
   sink.write(finetune);
 }
 
@@ -145,30 +148,35 @@ TEST(AblationTest, ComparesTheOptionsOfThePretrainingAFineTuningReads) {
   const std::filesystem::path dir = gopt::testing::make_temp_dir("gopt_ablation_upstream");
   write_transfer_file(dir / "gate.h5", "true");
   write_transfer_file(dir / "plain.h5", "false");
-  write_transfer_file(dir / "own.h5", "false", "elsewhere.ckpt");
+  write_transfer_file(dir / "own.h5", "false", (dir / "t2.ckpt").string());
   const ResultsFile gate = read_results_file(dir / "gate.h5");
   const ResultsFile plain = read_results_file(dir / "plain.h5");
   const ResultsFile own = read_results_file(dir / "own.h5");
   agents::AgentRegistry registry;
   agents::register_builtin_agents(registry);
 
-  EXPECT_EQ(upstream_agents(gate, "go_finetune", registry),
-            std::vector<std::string>{"go_pretrain"});
-  EXPECT_TRUE(upstream_agents(gate, "go_pretrain", registry).empty());  // it reads nothing
-  EXPECT_TRUE(upstream_agents(own, "go_finetune", registry).empty());   // its own checkpoint
-  EXPECT_TRUE(upstream_agents(gate, "absent", registry).empty());
+  const Upstream upstream = upstream_of(gate, "go_finetune", registry);
+  EXPECT_EQ(upstream.agents, std::vector<std::string>{"go_pretrain"});
+  EXPECT_EQ(upstream.options, std::vector<std::string>{"checkpoint"});
+  EXPECT_TRUE(upstream_of(gate, "go_pretrain", registry).agents.empty());  // it reads nothing
+  EXPECT_TRUE(upstream_of(own, "go_finetune", registry).agents.empty());   // its own checkpoint
+  EXPECT_TRUE(upstream_of(gate, "absent", registry).agents.empty());
 
-  const std::string page =
-      render_ablation({&gate, "go_finetune", {"go_pretrain"}},
-                      {&plain, "go_finetune", {"go_pretrain"}}, "gopt ablation gate.h5 plain.h5");
+  const std::string page = render_ablation({&gate, "go_finetune", upstream},
+                                           {&plain, "go_finetune", upstream}, "gopt ablation");
+  // The checkpoint paths differ with the files' places, and are left out.
   EXPECT_TRUE(contains(page, "| options that differ | none | none |")) << page;
   EXPECT_TRUE(contains(page,
                        "| options of go_pretrain (whose output it reads) that differ | "
                        "unit_gate: true | unit_gate: false |"))
       << page;
   const std::string one_sided =
-      render_ablation({&gate, "go_finetune", {"go_pretrain"}}, {&own, "go_finetune"}, "x");
+      render_ablation({&gate, "go_finetune", upstream}, {&own, "go_finetune"}, "x");
   EXPECT_TRUE(contains(one_sided, "| it reads go_pretrain | yes | no |")) << one_sided;
+  // An absolute path is reduced to its file name.
+  EXPECT_TRUE(contains(one_sided,
+                       "| options that differ | checkpoint: gate.h5.ckpt | checkpoint: t2.ckpt |"))
+      << one_sided;
 
   // The command finds the pretraining agent itself.
   auto cli = gopt::testing::run_command(kGopt + " ablation " + (dir / "gate.h5").string() + " " +
