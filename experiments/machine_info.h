@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "experiments/result_sink.h"
 
@@ -24,5 +25,20 @@ namespace gopt::experiments {
 [[nodiscard]] Provenance process_provenance(const std::string& resolved_config,
                                             const std::string& command,
                                             const std::string& cpu_numerics);
+
+/// The environment that forces the CPU code paths of a `cpu_numerics` description ("gopt
+/// kernels avx512 (native); ATen AVX2; OpenBLAS Cooperlake" gives "GOPT_CPU_KERNEL=avx512
+/// ATEN_CPU_CAPABILITY=avx2 OPENBLAS_CORETYPE=Cooperlake"); parts it cannot name are left
+/// out.
+[[nodiscard]] std::string cpu_path_environment(const std::string& cpu_numerics);
+
+/// A warning for continuing `results` (the results file `path`'s) in a process whose CPU
+/// code paths are `current`, when no learner result of the file ran on them: the learners'
+/// new results would not be comparable with the file's (docs/agents.md "Determinism and
+/// CPU code paths"). It names the file's most common paths and the environment that forces
+/// them. "" when there is nothing to warn about.
+[[nodiscard]] std::string cpu_path_warning(const std::string& path,
+                                           const std::vector<RunResult>& results,
+                                           const std::string& current);
 
 }  // namespace gopt::experiments

@@ -346,8 +346,10 @@ int run_writer(const RunArgs& args, ExperimentConfig& config, const std::string&
   const bool console_only = out == "-";
   std::error_code ec;
   std::set<ResultKey> redone;
-  if (args.resume && !args.redo.empty() && !console_only && std::filesystem::exists(out, ec)) {
-    redone = redone_already(args, config, read_results_file(out).results);
+  if (args.resume && !console_only && std::filesystem::exists(out, ec)) {
+    const ResultsFile before = read_results_file(out);
+    if (!args.redo.empty()) redone = redone_already(args, config, before.results);
+    ctx.err << cpu_path_warning(out, before.results, cpu_numerics);
   }
   OpenMode mode =
       args.resume ? OpenMode::kResume : (args.overwrite ? OpenMode::kOverwrite : OpenMode::kCreate);

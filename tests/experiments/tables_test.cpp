@@ -457,5 +457,41 @@ TEST(ProvenanceWarningsTest, LearnersOnMixedCpuPathsWarn) {
             "paths\"): OpenBLAS SkylakeX (1 result); OpenBLAS Cooperlake (1 result)");
 }
 
+// Continuing a file on other CPU code paths than its learners ran on (a machine whose
+// OpenBLAS picks other kernels): `gopt run --resume` warns, naming the environment that
+// forces the file's paths.
+TEST(ProvenanceWarningsTest, ResumingOnOtherCpuPathsNamesTheEnvironmentThatForcesTheFiles) {
+  const std::string cooperlake = "gopt kernels avx512 (native); ATen AVX2; OpenBLAS Cooperlake";
+  const std::string skylake = "gopt kernels avx512 (native); ATen AVX2; OpenBLAS SkylakeX";
+  EXPECT_EQ(cpu_path_environment(cooperlake),
+            "GOPT_CPU_KERNEL=avx512 ATEN_CPU_CAPABILITY=avx2 OPENBLAS_CORETYPE=Cooperlake");
+  EXPECT_EQ(cpu_path_environment("gopt kernels baseline (forced); ATen default; OpenBLAS unknown"),
+            "GOPT_CPU_KERNEL=baseline ATEN_CPU_CAPABILITY=default");
+
+  auto file = fixture({{"w1", "hdp", "hdp", 10},
+                       {"w2", "hdp", "hdp", 10},
+                       {"w3", "hdp", "hdp", 10},
+                       {"w1", "metis", "metis", 10}});
+  for (auto& r : file.results) {
+    r.provenance.cpu_numerics = cooperlake;
+    r.learner = r.key.agent == "hdp";
+  }
+  file.results[2].provenance.cpu_numerics = "OpenBLAS Haswell";
+  file.results[3].provenance.cpu_numerics = skylake;  // metis: no learner
+  const std::string warning = cpu_path_warning("t.h5", file.results, skylake);
+  EXPECT_NE(warning.find("t.h5: its learners' results ran on CPU code paths '" + cooperlake +
+                         "' (2 results), this process runs on '" + skylake + "'"),
+            std::string::npos)
+      << warning;
+  EXPECT_NE(warning.find("run with GOPT_CPU_KERNEL=avx512 ATEN_CPU_CAPABILITY=avx2 "
+                         "OPENBLAS_CORETYPE=Cooperlake\n"),
+            std::string::npos)
+      << warning;
+  EXPECT_EQ(cpu_path_warning("t.h5", file.results, cooperlake), "");  // the file's own
+  EXPECT_EQ(cpu_path_warning("t.h5", file.results, "OpenBLAS Haswell"), "");
+  for (auto& r : file.results) r.learner = false;
+  EXPECT_EQ(cpu_path_warning("t.h5", file.results, skylake), "");  // no learners
+}
+
 }  // namespace
 }  // namespace gopt::experiments
