@@ -14,6 +14,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <set>
 #include <string>
@@ -347,9 +348,18 @@ int run_writer(const RunArgs& args, ExperimentConfig& config, const std::string&
   std::error_code ec;
   std::set<ResultKey> redone;
   if (args.resume && !console_only && std::filesystem::exists(out, ec)) {
-    const ResultsFile before = read_results_file(out);
-    if (!args.redo.empty()) redone = redone_already(args, config, before.results);
-    ctx.err << cpu_path_warning(out, before.results, cpu_numerics);
+    std::optional<ResultsFile> before;
+    try {
+      before = read_results_file(out);
+    } catch (const core::Error&) {
+      // Without --redo, a file that does not read is the sink's to refuse, saying how to
+      // recover.
+      if (!args.redo.empty()) throw;
+    }
+    if (before) {
+      if (!args.redo.empty()) redone = redone_already(args, config, before->results);
+      ctx.err << cpu_path_warning(out, before->results, cpu_numerics);
+    }
   }
   OpenMode mode =
       args.resume ? OpenMode::kResume : (args.overwrite ? OpenMode::kOverwrite : OpenMode::kCreate);
