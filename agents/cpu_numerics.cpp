@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <mutex>
 #include <optional>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "core/errors.h"
@@ -179,6 +181,38 @@ std::string cpu_numerics_description() {
   const bool native = path == native_cpu_kernel_path();
   return "gopt kernels " + std::string(to_string(path)) + (native ? " (native)" : " (forced)") +
          "; ATen " + aten_capability() + "; OpenBLAS " + openblas_core();
+}
+
+std::string cpu_numerics_environment(const std::string& description) {
+  // The parts of cpu_numerics_description, with the variable each is forced by.
+  struct Part {
+    std::string prefix;
+    std::string variable;
+    bool lower;  // the variable takes the name in lower case
+  };
+  const Part parts[] = {{"gopt kernels ", "GOPT_CPU_KERNEL", true},
+                        {"ATen ", "ATEN_CPU_CAPABILITY", true},
+                        {"OpenBLAS ", "OPENBLAS_CORETYPE", false}};
+  std::vector<std::string> assignments;
+  std::stringstream in(description);
+  std::string item;
+  while (std::getline(in, item, ';')) {
+    item.erase(0, item.find_first_not_of(' '));
+    for (const auto& part : parts) {
+      if (item.rfind(part.prefix, 0) != 0) continue;
+      std::string name = item.substr(part.prefix.size());
+      name = name.substr(0, name.find(' '));  // "avx512 (native)" -> "avx512"
+      if (name.empty() || name == "unknown") continue;
+      if (part.lower) {
+        std::transform(name.begin(), name.end(), name.begin(),
+                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      }
+      assignments.push_back(part.variable + "=" + name);
+    }
+  }
+  std::string out;
+  for (const auto& a : assignments) out += (out.empty() ? "" : " ") + a;
+  return out;
 }
 
 }  // namespace gopt::agents

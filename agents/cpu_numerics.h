@@ -53,4 +53,10 @@ std::string select_openblas_kernels();
 /// picked (OPENBLAS_CORETYPE forces it), "unknown" where it cannot be read.
 [[nodiscard]] std::string cpu_numerics_description();
 
+/// The environment that forces the paths of a cpu_numerics_description() line, as a
+/// results file recorded it: "gopt kernels avx512 (native); ATen AVX2; OpenBLAS Cooperlake"
+/// gives "GOPT_CPU_KERNEL=avx512 ATEN_CPU_CAPABILITY=avx2 OPENBLAS_CORETYPE=Cooperlake";
+/// parts it cannot name ("unknown") are left out.
+[[nodiscard]] std::string cpu_numerics_environment(const std::string& description);
+
 }  // namespace gopt::agents

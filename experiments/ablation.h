@@ -58,9 +58,9 @@ struct AblationRow {
 
 /// The page: both sides' provenance (file, experiment, revisions, the options that differ
 /// between the two agents and between their upstream agents, pair by pair; absolute paths
-/// reduced to file names), the rows with each
-/// workload's change, and a summary line (the geometric mean change and how many workloads are
-/// faster, level within 0.5%, slower). `regenerate` is the command that makes the page again.
+/// reduced to file names), the rows with each workload's change, and a summary line (the
+/// geometric mean change and how many workloads are faster, level within 0.5%, slower).
+/// `regenerate` is the command that makes the page again.
 [[nodiscard]] std::string render_ablation(const AblationSide& with, const AblationSide& without,
                                           const std::string& regenerate);
 

@@ -5,13 +5,12 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <ctime>
 #include <fstream>
 #include <map>
-#include <sstream>
 #include <thread>
 
+#include "agents/cpu_numerics.h"
 #include "experiments/version.h"
 
 namespace gopt::experiments {
@@ -67,38 +66,6 @@ Provenance process_provenance(const std::string& resolved_config, const std::str
   return p;
 }
 
-std::string cpu_path_environment(const std::string& cpu_numerics) {
-  // The parts of agents::cpu_numerics_description, with the variable each is forced by.
-  struct Part {
-    std::string prefix;
-    std::string variable;
-    bool lower;  // the variable takes the name in lower case
-  };
-  const Part parts[] = {{"gopt kernels ", "GOPT_CPU_KERNEL", true},
-                        {"ATen ", "ATEN_CPU_CAPABILITY", true},
-                        {"OpenBLAS ", "OPENBLAS_CORETYPE", false}};
-  std::vector<std::string> assignments;
-  std::stringstream in(cpu_numerics);
-  std::string item;
-  while (std::getline(in, item, ';')) {
-    item.erase(0, item.find_first_not_of(' '));
-    for (const auto& part : parts) {
-      if (item.rfind(part.prefix, 0) != 0) continue;
-      std::string name = item.substr(part.prefix.size());
-      name = name.substr(0, name.find(' '));  // "avx512 (native)" -> "avx512"
-      if (name.empty() || name == "unknown") continue;
-      if (part.lower) {
-        std::transform(name.begin(), name.end(), name.begin(),
-                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-      }
-      assignments.push_back(part.variable + "=" + name);
-    }
-  }
-  std::string out;
-  for (const auto& a : assignments) out += (out.empty() ? "" : " ") + a;
-  return out;
-}
-
 std::string cpu_path_warning(const std::string& path, const std::vector<RunResult>& results,
                              const std::string& current) {
   std::map<std::string, int> paths;
@@ -113,7 +80,7 @@ std::string cpu_path_warning(const std::string& path, const std::vector<RunResul
       "' (" + std::to_string(most->second) + " results), this process runs on '" + current +
       "'; the learners' new results will not be comparable with them (docs/agents.md "
       "\"Determinism and CPU code paths\")";
-  const std::string environment = cpu_path_environment(most->first);
+  const std::string environment = agents::cpu_numerics_environment(most->first);
   if (!environment.empty()) warning += "; to continue on the file's paths, run with " + environment;
   return warning + "\n";
 }

@@ -26,12 +26,6 @@ namespace gopt::experiments {
                                             const std::string& command,
                                             const std::string& cpu_numerics);
 
-/// The environment that forces the CPU code paths of a `cpu_numerics` description ("gopt
-/// kernels avx512 (native); ATen AVX2; OpenBLAS Cooperlake" gives "GOPT_CPU_KERNEL=avx512
-/// ATEN_CPU_CAPABILITY=avx2 OPENBLAS_CORETYPE=Cooperlake"); parts it cannot name are left
-/// out.
-[[nodiscard]] std::string cpu_path_environment(const std::string& cpu_numerics);
-
 /// A warning for continuing `results` (the results file `path`'s) in a process whose CPU
 /// code paths are `current`, when no learner result of the file ran on them: the learners'
 /// new results would not be comparable with the file's (docs/agents.md "Determinism and

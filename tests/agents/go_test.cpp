@@ -175,6 +175,11 @@ TEST(GoPolicyTest, KernelPathIsSelectableAndNamedInTheProvenance) {
       EXPECT_EQ(said.rfind("gopt kernels " + std::string(to_string(path)), 0), 0u) << said;
       EXPECT_NE(said.find("; ATen "), std::string::npos) << said;
       EXPECT_NE(said.find("; OpenBLAS "), std::string::npos) << said;
+      // The line names the environment that forces it again.
+      EXPECT_EQ(cpu_numerics_environment(said).rfind(
+                    "GOPT_CPU_KERNEL=" + std::string(to_string(path)) + " ATEN_CPU_CAPABILITY=", 0),
+                0u)
+          << said;
     } else {
       EXPECT_THROW(set_cpu_kernel_path(path), core::InputError);
       EXPECT_EQ(cpu_kernel_path(), entry_path);

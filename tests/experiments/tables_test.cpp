@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "agents/cpu_numerics.h"
 #include "experiments/machine_info.h"
 
 namespace gopt::experiments {
@@ -463,9 +464,10 @@ TEST(ProvenanceWarningsTest, LearnersOnMixedCpuPathsWarn) {
 TEST(ProvenanceWarningsTest, ResumingOnOtherCpuPathsNamesTheEnvironmentThatForcesTheFiles) {
   const std::string cooperlake = "gopt kernels avx512 (native); ATen AVX2; OpenBLAS Cooperlake";
   const std::string skylake = "gopt kernels avx512 (native); ATen AVX2; OpenBLAS SkylakeX";
-  EXPECT_EQ(cpu_path_environment(cooperlake),
+  EXPECT_EQ(agents::cpu_numerics_environment(cooperlake),
             "GOPT_CPU_KERNEL=avx512 ATEN_CPU_CAPABILITY=avx2 OPENBLAS_CORETYPE=Cooperlake");
-  EXPECT_EQ(cpu_path_environment("gopt kernels baseline (forced); ATen default; OpenBLAS unknown"),
+  EXPECT_EQ(agents::cpu_numerics_environment(
+                "gopt kernels baseline (forced); ATen default; OpenBLAS unknown"),
             "GOPT_CPU_KERNEL=baseline ATEN_CPU_CAPABILITY=default");
 
   auto file = fixture({{"w1", "hdp", "hdp", 10},
