@@ -145,12 +145,18 @@ torch::Tensor mixed_placement_loss(torch::Tensor policy_loss, const torch::Tenso
 // `log_probs` where `mask` is 1), times the decisions' number, so that its weight compares
 // with the entropy bonus, a sum over decisions too. On a device no decision samples it
 // still pulls with a gradient of about 1/devices per decision, where the entropy's vanishes.
+// With a `floor` (PpoOptions::device_floor) only the devices whose mean lies below
+// floor/devices contribute their KL term, measured from the floor instead of the uniform
+// share, so devices above it feel no pull.
 torch::Tensor balance_penalty(const torch::Tensor& log_probs, const torch::Tensor& mask,
-                              std::int64_t devices) {
+                              std::int64_t devices, double floor) {
   const auto weight = mask.sum().clamp_min(1.0);
   const auto mean =
       (log_probs.slice(1, 0, devices).exp() * mask.unsqueeze(1)).sum(0) / weight;  // [devices]
-  return weight * (-std::log(static_cast<double>(devices)) - mean.clamp_min(1e-12).log().mean());
+  const double log_share = -std::log(static_cast<double>(devices));
+  const auto log_mean = mean.clamp_min(1e-12).log();
+  if (floor <= 0) return weight * (log_share - log_mean.mean());
+  return weight * (std::log(floor) + log_share - log_mean).clamp_min(0.0).mean();
 }
 
 struct EpochLoss {
@@ -187,7 +193,7 @@ EpochLoss epoch_loss(const GoPolicyOptions& policy, const GraphTensors& g, PpoBa
       policy_loss = policy_loss - (surrogate * mask.unsqueeze(1)).sum() / normaliser;
     }
     if (t == GoTask::kPlacement && options.device_balance > 0) {
-      balance = balance_penalty(log_probs, mask, batch.devices);
+      balance = balance_penalty(log_probs, mask, batch.devices, options.device_floor);
     }
     if (per_unit(policy, t)) {
       unit_entropy = unit_entropy - ((log_probs.exp() * log_probs).sum(1) * mask).sum();

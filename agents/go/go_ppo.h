@@ -56,6 +56,12 @@ struct PpoOptions {
   /// stopped sampling (whose mean probability fell to ~1e-4, where neither the reward nor
   /// the per-node entropy moves it back) comes back (docs/agents.md "Device balance").
   double device_balance = 0;
+  /// With device_balance: a floor, as a fraction of the uniform share 1/devices, below
+  /// which a device's mean probability is penalised; devices above it are left alone, so
+  /// that a graph whose best placements use few devices is not pulled towards all of them
+  /// (0: no floor, the full KL). The penalty is then c · n · (1/devices) · Σ over devices
+  /// of max(0, log(floor / devices) − log p̄_d), the KL's terms of the devices below it.
+  double device_floor = 0;
   double grad_clip = 1.0;       ///< max global gradient norm
   double oom_reward = -3.0;     ///< reward of an out-of-memory placement
   bool evaluate_greedy = true;  ///< also simulate the argmax placement each update

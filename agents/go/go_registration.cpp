@@ -88,6 +88,10 @@ Fields ppo_fields() {
               "weight of the device-balance penalty: KL(uniform || the placement distribution "
               "averaged over ops) times the ops (0: off)",
               0, 1000)
+      .number("device_floor", ppo_field(&PpoOptions::device_floor),
+              "with device_balance: penalise only devices whose mean placement probability is "
+              "below this fraction of 1/devices (0: every device, the full KL)",
+              0, 1)
       .number("grad_clip", ppo_field(&PpoOptions::grad_clip), "max global gradient norm", 0, 1e6)
       .number("oom_reward", ppo_field(&PpoOptions::oom_reward),
               "reward of an out-of-memory placement (valid ones: -sqrt(step time / reference))",

@@ -767,7 +767,7 @@ TEST(GoPpoTest, DeviceBalanceBringsBackADeviceThePolicyStoppedSampling) {
     return p.select(1, 3).mean().item<double>();
   };
   double before = 0;
-  auto after = [&](double balance) {
+  auto after = [&](double balance, double floor = 0) {
     GoPolicy policy = small_policy(3);
     policy->reset_heads();
     {
@@ -782,6 +782,7 @@ TEST(GoPpoTest, DeviceBalanceBringsBackADeviceThePolicyStoppedSampling) {
     PpoOptions ppo;
     ppo.samples_per_step = 8;
     ppo.device_balance = balance;
+    ppo.device_floor = floor;
     PpoTrainer trainer(policy, adam, ppo, make_generator(rng));
     Environment env(f.problem);
     PpoTask task(env);
@@ -793,6 +794,34 @@ TEST(GoPpoTest, DeviceBalanceBringsBackADeviceThePolicyStoppedSampling) {
   EXPECT_LT(without, 1e-3) << "before " << before;
   const double with = after(1.0);
   EXPECT_GT(with, 100 * without) << "before " << before;
+  // A floor at a quarter of the uniform share brings it back too.
+  EXPECT_GT(after(1.0, 0.25), 100 * without) << "before " << before;
+}
+
+// A device floor (device_floor) leaves a policy whose devices all lie above it exactly as
+// PPO alone trains it, where the full KL pulls it towards uniform.
+TEST(GoPpoTest, DeviceFloorLeavesDevicesAboveItAlone) {
+  testing::ProblemFixture f(parallel_chains(3, 6), "p100x4_pcie", 1);
+  const GraphTensors tensors = make_graph_tensors(f.compiled);
+  auto trained = [&](double balance, double floor) {
+    GoPolicy policy = small_policy(3);
+    core::Rng rng(4);
+    torch::optim::Adam adam(policy->parameters(), torch::optim::AdamOptions(1e-3));
+    PpoOptions ppo;
+    ppo.samples_per_step = 8;
+    ppo.device_balance = balance;
+    ppo.device_floor = floor;
+    PpoTrainer trainer(policy, adam, ppo, make_generator(rng));
+    Environment env(f.problem);
+    PpoTask task(env);
+    (void)trainer.step(task);
+    torch::NoGradGuard no_grad;
+    return torch::softmax(policy->forward(tensors, 4).logits.slice(1, 0, 4), 1);
+  };
+  const auto plain = trained(0, 0);
+  ASSERT_GT(plain.mean(0).min().item<double>(), 0.25 * 0.25);  // every device above the floor
+  EXPECT_TRUE(torch::equal(trained(1.0, 0.25), plain));
+  EXPECT_FALSE(torch::equal(trained(1.0, 0), plain));
 }
 
 // Self-imitation (imitation_coef) pulls the policy towards the best decision found so far:
