@@ -70,9 +70,12 @@ struct BlasCores {
   std::vector<std::string> as_wide;  // lower case, as openblas_get_corename names them
 };
 
-std::optional<BlasCores> blas_cores_for(CpuKernelPath path) {
+std::optional<BlasCores> blas_cores_for(CpuKernelPath path, bool bf16) {
   switch (path) {
     case CpuKernelPath::kAvx512:
+      // OpenBLAS takes Cooperlake's set on the CPUs it knows with AVX-512 BF16, and its
+      // results differ from SkylakeX's; an unknown one should land where a known one does.
+      if (bf16) return BlasCores{"Cooperlake", {"cooperlake", "sapphirerapids"}};
       return BlasCores{"SkylakeX", {"skylakex", "cooperlake", "sapphirerapids"}};
     case CpuKernelPath::kAvx2:
       return BlasCores{"Haswell", {"haswell", "zen", "skylakex", "cooperlake", "sapphirerapids"}};
@@ -93,6 +96,15 @@ bool cpu_runs_skylakex_kernels() {
 #endif
 }
 
+bool cpu_has_avx512_bf16() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512bf16");
+#else
+  return false;
+#endif
+}
+
 }  // namespace
 
 std::string select_openblas_kernels() {
@@ -107,7 +119,7 @@ std::string select_openblas_kernels() {
   if (core_name == nullptr || quit == nullptr || init == nullptr) return "";
   auto path = native_cpu_kernel_path();
   if (path == CpuKernelPath::kAvx512 && !cpu_runs_skylakex_kernels()) path = CpuKernelPath::kAvx2;
-  const auto cores = blas_cores_for(path);
+  const auto cores = blas_cores_for(path, cpu_has_avx512_bf16());
   if (!cores) return "";
   const char* name = core_name();
   std::string before = name != nullptr ? name : "";

@@ -39,8 +39,9 @@ void set_cpu_kernel_path(CpuKernelPath path);
 /// it does not know, such as a recent Xeon, and GO's matrix products then run about 1.6
 /// times slower (BM_GoPpoUpdate/gnmt_8: 6.6 s of CPU against 3.9 s with its SkylakeX
 /// kernels). Unless OPENBLAS_CORETYPE is set, this re-selects OpenBLAS's kernels for the
-/// widest path the CPU runs (SkylakeX for AVX-512, Haswell for AVX2 and FMA) when OpenBLAS
-/// picked a narrower one, and sets OPENBLAS_CORETYPE so that child processes agree. Call it
+/// widest path the CPU runs (Cooperlake for AVX-512 with BF16, which OpenBLAS picks itself
+/// on the BF16 CPUs it knows; SkylakeX for AVX-512; Haswell for AVX2 and FMA) when OpenBLAS
+/// picked another one, and sets OPENBLAS_CORETYPE so that child processes agree. Call it
 /// at the start of main, before any thread uses BLAS. Returns what it did ("OpenBLAS:
 /// Prescott -> SkylakeX"), or "" when there was nothing to do (OPENBLAS_CORETYPE set,
 /// OpenBLAS not the loaded BLAS, or its kernels already as wide as the CPU allows).
