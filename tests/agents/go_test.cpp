@@ -755,6 +755,22 @@ TEST(ComputeThreadsTest, LimitAppliesToTheCallingThread) {
   at::set_num_threads(before);  // the other tests run with the default
 }
 
+// `steps` PPO updates of 8 samples on `problem` with the device-balance penalty (weight
+// `balance`, floor `floor`; 0 and 0: plain PPO), Adam at `learning_rate`, seed 4.
+void train_balanced(GoPolicy& policy, const Problem& problem, double learning_rate, double balance,
+                    double floor, int steps) {
+  core::Rng rng(4);
+  torch::optim::Adam adam(policy->parameters(), torch::optim::AdamOptions(learning_rate));
+  PpoOptions ppo;
+  ppo.samples_per_step = 8;
+  ppo.device_balance = balance;
+  ppo.device_floor = floor;
+  PpoTrainer trainer(policy, adam, ppo, make_generator(rng));
+  Environment env(problem);
+  PpoTask task(env);
+  for (int step = 0; step < steps; ++step) (void)trainer.step(task);
+}
+
 // Device balance (device_balance): a device the policy stopped sampling (its placement
 // bias far below the others', as pretraining leaves one on the GNMT graphs) stays dead
 // under PPO alone and comes back with the penalty.
@@ -777,16 +793,7 @@ TEST(GoPpoTest, DeviceBalanceBringsBackADeviceThePolicyStoppedSampling) {
       params["placement.bias"][3].fill_(-12.0);
     }
     before = dead_share(policy);
-    core::Rng rng(4);
-    torch::optim::Adam adam(policy->parameters(), torch::optim::AdamOptions(3e-2));
-    PpoOptions ppo;
-    ppo.samples_per_step = 8;
-    ppo.device_balance = balance;
-    ppo.device_floor = floor;
-    PpoTrainer trainer(policy, adam, ppo, make_generator(rng));
-    Environment env(f.problem);
-    PpoTask task(env);
-    for (int step = 0; step < 5; ++step) (void)trainer.step(task);
+    train_balanced(policy, f.problem, 3e-2, balance, floor, 5);
     return dead_share(policy);
   };
   const double without = after(0);
@@ -805,16 +812,7 @@ TEST(GoPpoTest, DeviceFloorLeavesDevicesAboveItAlone) {
   const GraphTensors tensors = make_graph_tensors(f.compiled);
   auto trained = [&](double balance, double floor) {
     GoPolicy policy = small_policy(3);
-    core::Rng rng(4);
-    torch::optim::Adam adam(policy->parameters(), torch::optim::AdamOptions(1e-3));
-    PpoOptions ppo;
-    ppo.samples_per_step = 8;
-    ppo.device_balance = balance;
-    ppo.device_floor = floor;
-    PpoTrainer trainer(policy, adam, ppo, make_generator(rng));
-    Environment env(f.problem);
-    PpoTask task(env);
-    (void)trainer.step(task);
+    train_balanced(policy, f.problem, 1e-3, balance, floor, 1);
     torch::NoGradGuard no_grad;
     return torch::softmax(policy->forward(tensors, 4).logits.slice(1, 0, 4), 1);
   };
