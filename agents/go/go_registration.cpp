@@ -139,6 +139,12 @@ Fields ppo_fields() {
             [](const GoOptions& g) -> std::string {
               return g.ppo.imitation_cap > 0 ? "" : "expected a probability in (0, 1]";
             })
+      .rule("device_floor",
+            [](const GoOptions& g) -> std::string {
+              return g.ppo.device_floor == 0 || g.ppo.device_balance > 0
+                         ? ""
+                         : "expected device_balance > 0 (the floor bounds its penalty)";
+            })
       .rule("unit_handover",
             [](const GoOptions& g) -> std::string {
               return g.unit_handover == 0 || g.unit_phase > 0 ? "" : "expected unit_phase > 0";

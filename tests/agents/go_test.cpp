@@ -820,6 +820,15 @@ TEST(GoPpoTest, DeviceFloorLeavesDevicesAboveItAlone) {
   ASSERT_GT(plain.mean(0).min().item<double>(), 0.25 * 0.25);  // every device above the floor
   EXPECT_TRUE(torch::equal(trained(1.0, 0.25), plain));
   EXPECT_FALSE(torch::equal(trained(1.0, 0), plain));
+
+  // A floor without the penalty it bounds would do nothing: an error naming the option.
+  AgentRegistry r;
+  register_builtin_agents(r);
+  const auto lone = gopt::testing::error_of([&] {
+    (void)r.create("go_finetune", {{"device_floor", "0.25"}}, "exp.yaml");
+  });
+  EXPECT_TRUE(gopt::testing::contains(lone, "agents.go_finetune.device_floor")) << lone;
+  EXPECT_TRUE(gopt::testing::contains(lone, "device_balance > 0")) << lone;
 }
 
 // Self-imitation (imitation_coef) pulls the policy towards the best decision found so far:
