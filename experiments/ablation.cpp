@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -68,21 +69,47 @@ std::map<std::string, std::string> options_of(const ResultsFile& file, const std
   return {};
 }
 
-// "name: value" for every option whose value differs between the two agents, one list per
-// side; "(not recorded)" for an option one side's results lack (one that came after its
-// run).
-// Options in `skip` are left out.
-std::pair<std::string, std::string> differing_options(const ResultsFile& with_file,
-                                                      const std::string& with_agent,
-                                                      const ResultsFile& without_file,
-                                                      const std::string& without_agent,
-                                                      const std::set<std::string>& skip = {}) {
+// The agent type of `agent`'s first result in `file` ("" for an agent the file lacks).
+std::string type_of(const ResultsFile& file, const std::string& agent) {
+  for (const auto& r : file.results) {
+    if (r.key.agent == agent) return r.agent_type;
+  }
+  return "";
+}
+
+// The registry's default of option `name` of agent type `type`, or nothing when either is
+// unknown.
+std::optional<std::string> default_of(const agents::AgentRegistry* registry,
+                                      const std::string& type, const std::string& name) {
+  if (registry == nullptr || !registry->contains(type)) return std::nullopt;
+  for (const auto& spec : registry->info(type).options) {
+    if (spec.name == name) return spec.default_value;
+  }
+  return std::nullopt;
+}
+
+// "name: value" lists, one per side: `differ` for every option whose value differs between
+// the two agents ("(not recorded)" for an option one side's results lack: one that came
+// after its run); `one_sided` for an option one side lacks and the other records at its
+// registry default, which `differ` leaves out (an option comes with the behaviour before it
+// as its default, so both ran alike). Options in `skip` are left out.
+struct OptionDiff {
+  std::pair<std::string, std::string> differ;
+  std::pair<std::string, std::string> one_sided;  ///< empty when there is none
+};
+
+OptionDiff differing_options(const ResultsFile& with_file, const std::string& with_agent,
+                             const ResultsFile& without_file, const std::string& without_agent,
+                             const agents::AgentRegistry* registry,
+                             const std::set<std::string>& skip = {}) {
   const auto a = options_of(with_file, with_agent);
   const auto b = options_of(without_file, without_agent);
+  const std::string type_a = type_of(with_file, with_agent);
+  const std::string type_b = type_of(without_file, without_agent);
   std::set<std::string> names;
   for (const auto& [name, value] : a) names.insert(name);
   for (const auto& [name, value] : b) names.insert(name);
-  std::vector<std::string> left, right;
+  std::vector<std::string> left, right, left_default, right_default;
   for (const auto& name : names) {
     if (skip.count(name) > 0) continue;
     const auto x = a.find(name);
@@ -90,17 +117,30 @@ std::pair<std::string, std::string> differing_options(const ResultsFile& with_fi
     const std::string vx = x == a.end() ? "(not recorded)" : portable_path(x->second);
     const std::string vy = y == b.end() ? "(not recorded)" : portable_path(y->second);
     if (vx == vy) continue;
-    left.push_back(name + ": " + vx);
-    right.push_back(name + ": " + vy);
+    const bool at_default = (x == a.end() && y->second == default_of(registry, type_b, name)) ||
+                            (y == b.end() && x->second == default_of(registry, type_a, name));
+    (at_default ? left_default : left).push_back(name + ": " + vx);
+    (at_default ? right_default : right).push_back(name + ": " + vy);
   }
-  if (left.empty()) return {"none", "none"};
-  return {core::join(left), core::join(right)};
+  OptionDiff out;
+  out.differ = left.empty() ? std::pair<std::string, std::string>{"none", "none"}
+                            : std::pair{core::join(left), core::join(right)};
+  if (!left_default.empty()) out.one_sided = {core::join(left_default), core::join(right_default)};
+  return out;
 }
 
 // The provenance rows of the options that differ: the agents', then their upstream agents'
 // pair by pair (an upstream agent only one side has is named, with nothing to compare).
-std::string option_rows(const AblationSide& with, const AblationSide& without) {
+// Each is followed by the options one side records only at their defaults, if any.
+std::string option_rows(const AblationSide& with, const AblationSide& without,
+                        const agents::AgentRegistry* registry) {
   std::ostringstream rows;
+  const auto one_sided_row = [&rows](const std::string& whose, const OptionDiff& diff) {
+    if (diff.one_sided.first.empty()) return;
+    rows << "| " << whose
+         << " that one side records at their defaults and the other does not record | "
+         << diff.one_sided.first << " | " << diff.one_sided.second << " |\n";
+  };
   // An option naming an upstream agent's file on both sides differs with the files' places;
   // the upstream agents' own options say what differs between them.
   std::set<std::string> skip;
@@ -108,9 +148,10 @@ std::string option_rows(const AblationSide& with, const AblationSide& without) {
     const auto& theirs = without.upstream.options;
     if (std::find(theirs.begin(), theirs.end(), name) != theirs.end()) skip.insert(name);
   }
-  const auto [left, right] =
-      differing_options(*with.file, with.agent, *without.file, without.agent, skip);
-  rows << "| options that differ | " << left << " | " << right << " |\n";
+  const OptionDiff own =
+      differing_options(*with.file, with.agent, *without.file, without.agent, registry, skip);
+  rows << "| options that differ | " << own.differ.first << " | " << own.differ.second << " |\n";
+  one_sided_row("options", own);
   const auto& a = with.upstream.agents;
   const auto& b = without.upstream.agents;
   for (std::size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
@@ -121,10 +162,11 @@ std::string option_rows(const AblationSide& with, const AblationSide& without) {
            << (in_with ? "no" : "yes") << " |\n";
       continue;
     }
-    const auto [l, r] = differing_options(*with.file, a[i], *without.file, b[i]);
+    const OptionDiff theirs = differing_options(*with.file, a[i], *without.file, b[i], registry);
     const std::string label = a[i] == b[i] ? a[i] : a[i] + " / " + b[i];
-    rows << "| options of " << label << " (whose output it reads) that differ | " << l << " | " << r
-         << " |\n";
+    rows << "| options of " << label << " (whose output it reads) that differ | "
+         << theirs.differ.first << " | " << theirs.differ.second << " |\n";
+    one_sided_row("options of " + label, theirs);
   }
   return rows.str();
 }
@@ -201,7 +243,7 @@ Upstream upstream_of(const ResultsFile& file, const std::string& agent,
 }
 
 std::string render_ablation(const AblationSide& with, const AblationSide& without,
-                            const std::string& regenerate) {
+                            const std::string& regenerate, const agents::AgentRegistry* registry) {
   const auto rows = ablation_rows(with, without);
   std::ostringstream page;
   page << "# Ablation: " << with.agent << " against " << without.agent << "\n\n"
@@ -214,7 +256,7 @@ std::string render_ablation(const AblationSide& with, const AblationSide& withou
        << "| experiment | " << with.file->metadata.experiment << " | "
        << without.file->metadata.experiment << " |\n"
        << "| agent | " << with.agent << " | " << without.agent << " |\n"
-       << option_rows(with, without) << "| revisions | " << revisions(with, rows) << " | "
+       << option_rows(with, without, registry) << "| revisions | " << revisions(with, rows) << " | "
        << revisions(without, rows) << " |\n\n";
   if (rows.empty()) {
     page << "No workload has results of both agents at a common seed.\n";

@@ -60,8 +60,12 @@ struct AblationRow {
 /// between the two agents and between their upstream agents, pair by pair; absolute paths
 /// reduced to file names), the rows with each workload's change, and a summary line (the
 /// geometric mean change and how many workloads are faster, level within 0.5%, slower).
-/// `regenerate` is the command that makes the page again.
+/// `regenerate` is the command that makes the page again. With `registry`, an option that
+/// one side's results do not record (it came after their run) and the other's record at
+/// its default is not listed as a difference but on a row of its own: an option comes with
+/// the behaviour before it as its default, so both sides ran alike.
 [[nodiscard]] std::string render_ablation(const AblationSide& with, const AblationSide& without,
-                                          const std::string& regenerate);
+                                          const std::string& regenerate,
+                                          const agents::AgentRegistry* registry = nullptr);
 
 }  // namespace gopt::experiments

@@ -36,7 +36,7 @@ int write_ablation(const AblationArgs& args, CliContext& ctx) {
   const AblationSide with_side{&with, args.agent, upstream_of(with, args.agent, registry)};
   const AblationSide without_side{&without, without_agent,
                                   upstream_of(without, without_agent, registry)};
-  const std::string page = render_ablation(with_side, without_side, regenerate);
+  const std::string page = render_ablation(with_side, without_side, regenerate, &registry);
   if (args.out.empty()) {
     ctx.out << page;
     return kExitOk;

@@ -45,7 +45,10 @@ void write_file(const std::filesystem::path& path, const std::string& agent,
     r.oom = row.oom;
     r.samples = samples_per_step == "64" ? 13001 : 3401;
     r.resolved_options = {{"samples_per_step", samples_per_step}, {"unit_phase", "100"}};
-    if (samples_per_step == "64") r.resolved_options["granularity"] = "best";  // a newer option
+    if (samples_per_step == "64") {  // newer options: one set, one at its default
+      r.resolved_options["granularity"] = "best";
+      r.resolved_options["device_balance"] = "0";
+    }
     r.provenance.git_revision = "abc1234";
     sink.write(r);
   }
@@ -86,9 +89,25 @@ TEST(AblationTest, ComparesCommonSeedsPerWorkloadAndSaysWhatDiffers) {
   EXPECT_TRUE(contains(page, "| b | 2 | 200.0 | 300.0 | +50.0% |")) << page;
   EXPECT_TRUE(contains(page, "| d | 2 | 60.0 | 50.0 | OOM |")) << page;
   EXPECT_TRUE(contains(page,
+                       "| options that differ | device_balance: 0, granularity: best, "
+                       "samples_per_step: 64 | device_balance: (not recorded), granularity: (not "
+                       "recorded), samples_per_step: 16 |"))
+      << page;
+  // With the registry, an option one side records at its default and the other does not
+  // record is not a difference; it gets a row of its own. One without a default of the
+  // agent's (go_one has no granularity) still differs.
+  agents::AgentRegistry registry;
+  agents::register_builtin_agents(registry);
+  const std::string known = render_ablation({&a, "go"}, {&b, "go16"}, "x", &registry);
+  EXPECT_TRUE(contains(known,
                        "| options that differ | granularity: best, samples_per_step: 64 | "
                        "granularity: (not recorded), samples_per_step: 16 |"))
-      << page;
+      << known;
+  EXPECT_TRUE(contains(known,
+                       "| options that one side records at their defaults and the other does not "
+                       "record | device_balance: 0 | device_balance: (not recorded) |"))
+      << known;
+  EXPECT_FALSE(contains(page, "at their defaults")) << page;
   // Geometric mean of 0.8, 1.5 and 0.998 (d ran out of memory): 1.0619, +6.2%.
   EXPECT_TRUE(contains(page,
                        "+6.2% in the geometric mean of the step time over 3 workloads; "
