@@ -91,8 +91,9 @@ std::optional<std::string> default_of(const agents::AgentRegistry* registry,
 // "name: value" lists, one per side: `differ` for every option whose value differs between
 // the two agents ("(not recorded)" for an option one side's results lack: one that came
 // after its run); `one_sided` for an option one side lacks and the other records at its
-// registry default, which `differ` leaves out (an option comes with the behaviour before it
-// as its default, so both ran alike). Options in `skip` are left out.
+// registry default, which `differ` leaves out (most options keep the behaviour before them
+// as their default, but not all, so the page still lists them). Options in `skip` are left
+// out.
 struct OptionDiff {
   std::pair<std::string, std::string> differ;
   std::pair<std::string, std::string> one_sided;  ///< empty when there is none
@@ -138,7 +139,7 @@ std::string option_rows(const AblationSide& with, const AblationSide& without,
   const auto one_sided_row = [&rows](const std::string& whose, const OptionDiff& diff) {
     if (diff.one_sided.first.empty()) return;
     rows << "| " << whose
-         << " that one side records at their defaults and the other does not record | "
+         << " only one side records (they came after the other's run), at their defaults | "
          << diff.one_sided.first << " | " << diff.one_sided.second << " |\n";
   };
   // An option naming an upstream agent's file on both sides differs with the files' places;

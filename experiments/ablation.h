@@ -62,8 +62,9 @@ struct AblationRow {
 /// geometric mean change and how many workloads are faster, level within 0.5%, slower).
 /// `regenerate` is the command that makes the page again. With `registry`, an option that
 /// one side's results do not record (it came after their run) and the other's record at
-/// its default is not listed as a difference but on a row of its own: an option comes with
-/// the behaviour before it as its default, so both sides ran alike.
+/// its default is listed on a row of its own instead of among the differences: most
+/// options keep the behaviour before them as their default, but not every one (zero-shot's
+/// `granularity` did not), so the reader sees them either way.
 [[nodiscard]] std::string render_ablation(const AblationSide& with, const AblationSide& without,
                                           const std::string& regenerate,
                                           const agents::AgentRegistry* registry = nullptr);
