@@ -197,6 +197,9 @@ std::vector<AblationRow> ablation_rows(const AblationSide& with, const AblationS
       row.seeds.push_back(seed);
       row.with_s += result->best_step_time_s;
       row.without_s += match->second->best_step_time_s;
+      row.with_by_seed_s.push_back(result->best_step_time_s);
+      row.without_by_seed_s.push_back(match->second->best_step_time_s);
+      row.oom_by_seed.push_back(result->oom || match->second->oom);
       row.with_samples += static_cast<double>(result->samples);
       row.without_samples += static_cast<double>(match->second->samples);
       row.oom = row.oom || result->oom || match->second->oom;
@@ -263,8 +266,8 @@ std::string render_ablation(const AblationSide& with, const AblationSide& withou
     page << "No workload has results of both agents at a common seed.\n";
     return page.str();
   }
-  page << "| workload | seeds | without (ms) | with (ms) | change | samples without | samples "
-          "with |\n|:---|:---|---:|---:|---:|---:|---:|\n";
+  page << "| workload | seeds | without (ms) | with (ms) | change | change per seed | samples "
+          "without | samples with |\n|:---|:---|---:|---:|---:|:---|---:|---:|\n";
   double log_sum = 0;
   int compared = 0, faster = 0, level = 0, slower = 0;
   for (const auto& row : rows) {
@@ -278,9 +281,16 @@ std::string render_ablation(const AblationSide& with, const AblationSide& withou
       ++compared;
       (c < -kLevel ? faster : c > kLevel ? slower : level) += 1;
     }
+    std::vector<std::string> per_seed;
+    for (std::size_t i = 0; i < row.seeds.size(); ++i) {
+      per_seed.push_back(row.oom_by_seed[i]
+                             ? "OOM"
+                             : percent(row.with_by_seed_s[i] / row.without_by_seed_s[i] - 1));
+    }
     page << "| " << row.workload << " | " << core::join(seeds) << " | "
          << fixed(1e3 * row.without_s, 1) << " | " << fixed(1e3 * row.with_s, 1) << " | " << change
-         << " | " << fixed(row.without_samples, 0) << " | " << fixed(row.with_samples, 0) << " |\n";
+         << " | " << core::join(per_seed) << " | " << fixed(row.without_samples, 0) << " | "
+         << fixed(row.with_samples, 0) << " |\n";
   }
   page << "\nSummary: " << with.agent << " with the change against " << without.agent
        << " without it: ";

@@ -46,6 +46,10 @@ struct AblationRow {
   std::vector<std::uint64_t> seeds;
   double without_s = 0;  ///< mean step time over `seeds`, seconds
   double with_s = 0;
+  /// Each seed's step times, in the order of `seeds` (the spread a mean change sits in).
+  std::vector<double> without_by_seed_s;
+  std::vector<double> with_by_seed_s;
+  std::vector<bool> oom_by_seed;  ///< a result of either side at that seed ran out of memory
   bool oom = false;            ///< a result of either side ran out of memory (no change computed)
   double without_samples = 0;  ///< mean simulations per result
   double with_samples = 0;
@@ -58,8 +62,9 @@ struct AblationRow {
 
 /// The page: both sides' provenance (file, experiment, revisions, the options that differ
 /// between the two agents and between their upstream agents, pair by pair; absolute paths
-/// reduced to file names), the rows with each workload's change, and a summary line (the
-/// geometric mean change and how many workloads are faster, level within 0.5%, slower).
+/// reduced to file names), the rows with each workload's change of the means and its
+/// change seed by seed, and a summary line (the geometric mean change and how many
+/// workloads are faster, level within 0.5%, slower).
 /// `regenerate` is the command that makes the page again. With `registry`, an option that
 /// one side's results do not record (it came after their run) and the other's record at
 /// its default is listed on a row of its own instead of among the differences: most

@@ -58,25 +58,30 @@ TEST(AblationTest, ComparesCommonSeedsPerWorkloadAndSaysWhatDiffers) {
   const std::filesystem::path dir = gopt::testing::make_temp_dir("gopt_ablation");
   const auto with = dir / "with.h5";
   const auto without = dir / "without.h5";
-  // Seed 1 only in `with`, seed 3 only in `without`: only seed 2 and workloads a, b, c count.
+  // Seed 1 only in `with`, seed 3 only in `without` for a: only seed 2 counts there;
+  // e has seeds 2 and 3 on both sides.
   write_file(with, "go", "64",
              {{"a", 1, 9.0, false},
               {"a", 2, 0.080, false},
               {"b", 2, 0.300, false},
               {"c", 2, 0.100, false},
               {"d", 2, 0.050, true},
+              {"e", 2, 0.090, false},
+              {"e", 3, 0.120, false},
               {"only_with", 2, 1.0, false}});
   write_file(without, "go16", "16",
              {{"a", 2, 0.100, false},
               {"a", 3, 7.0, false},
               {"b", 2, 0.200, false},
               {"c", 2, 0.1002, false},
-              {"d", 2, 0.060, false}});
+              {"d", 2, 0.060, false},
+              {"e", 2, 0.100, false},
+              {"e", 3, 0.100, false}});
   const ResultsFile a = read_results_file(with);
   const ResultsFile b = read_results_file(without);
 
   const auto rows = ablation_rows({&a, "go"}, {&b, "go16"});
-  ASSERT_EQ(rows.size(), 4u);  // a, b, c, d in `with`'s order; only_with has no partner
+  ASSERT_EQ(rows.size(), 5u);  // a to e in `with`'s order; only_with has no partner
   EXPECT_EQ(rows[0].workload, "a");
   EXPECT_EQ(rows[0].seeds, std::vector<std::uint64_t>{2});
   EXPECT_DOUBLE_EQ(rows[0].with_s, 0.080);
@@ -85,9 +90,12 @@ TEST(AblationTest, ComparesCommonSeedsPerWorkloadAndSaysWhatDiffers) {
   EXPECT_TRUE(rows[3].oom);
 
   const std::string page = render_ablation({&a, "go"}, {&b, "go16"}, "gopt ablation x y");
-  EXPECT_TRUE(contains(page, "| a | 2 | 100.0 | 80.0 | -20.0% | 3401 | 13001 |")) << page;
+  EXPECT_TRUE(contains(page, "| a | 2 | 100.0 | 80.0 | -20.0% | -20.0% | 3401 | 13001 |")) << page;
+  // The mean is 5% slower, seed 2 10% faster and seed 3 20% slower.
+  EXPECT_EQ(rows[4].with_by_seed_s, (std::vector<double>{0.090, 0.120}));
+  EXPECT_TRUE(contains(page, "| e | 2, 3 | 100.0 | 105.0 | +5.0% | -10.0%, +20.0% |")) << page;
   EXPECT_TRUE(contains(page, "| b | 2 | 200.0 | 300.0 | +50.0% |")) << page;
-  EXPECT_TRUE(contains(page, "| d | 2 | 60.0 | 50.0 | OOM |")) << page;
+  EXPECT_TRUE(contains(page, "| d | 2 | 60.0 | 50.0 | OOM | OOM |")) << page;
   EXPECT_TRUE(contains(page,
                        "| options that differ | device_balance: 0, granularity: best, "
                        "samples_per_step: 64 | device_balance: (not recorded), granularity: (not "
@@ -108,10 +116,10 @@ TEST(AblationTest, ComparesCommonSeedsPerWorkloadAndSaysWhatDiffers) {
                        "their defaults | device_balance: 0 | device_balance: (not recorded) |"))
       << known;
   EXPECT_FALSE(contains(page, "at their defaults")) << page;  // without the registry
-  // Geometric mean of 0.8, 1.5 and 0.998 (d ran out of memory): 1.0619, +6.2%.
+  // Geometric mean of 0.8, 1.5, 0.998 and 1.05 (d ran out of memory): 1.0590, +5.9%.
   EXPECT_TRUE(contains(page,
-                       "+6.2% in the geometric mean of the step time over 3 workloads; "
-                       "faster on 1, level (within 0.5%) on 1, slower on 1."))
+                       "+5.9% in the geometric mean of the step time over 4 workloads; "
+                       "faster on 1, level (within 0.5%) on 1, slower on 2."))
       << page;
 
   // The command writes the page; an agent a file lacks is an error naming the file.
