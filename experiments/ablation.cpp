@@ -60,21 +60,26 @@ std::string revisions(const AblationSide& side, const std::vector<AblationRow>& 
   return core::join(parts);
 }
 
+// `agent`'s first result in `file`, or nullptr for an agent the file lacks.
+const RunResult* first_result(const ResultsFile& file, const std::string& agent) {
+  for (const auto& r : file.results) {
+    if (r.key.agent == agent) return &r;
+  }
+  return nullptr;
+}
+
 // The resolved options of `agent`'s first result in `file` (empty for files from before
 // they were recorded, and for an agent the file lacks).
 std::map<std::string, std::string> options_of(const ResultsFile& file, const std::string& agent) {
-  for (const auto& r : file.results) {
-    if (r.key.agent == agent) return r.resolved_options.empty() ? r.options : r.resolved_options;
-  }
-  return {};
+  const RunResult* r = first_result(file, agent);
+  if (r == nullptr) return {};
+  return r->resolved_options.empty() ? r->options : r->resolved_options;
 }
 
 // The agent type of `agent`'s first result in `file` ("" for an agent the file lacks).
 std::string type_of(const ResultsFile& file, const std::string& agent) {
-  for (const auto& r : file.results) {
-    if (r.key.agent == agent) return r.agent_type;
-  }
-  return "";
+  const RunResult* r = first_result(file, agent);
+  return r == nullptr ? "" : r->agent_type;
 }
 
 // The registry's default of option `name` of agent type `type`, or nothing when either is
@@ -217,13 +222,7 @@ std::vector<AblationRow> ablation_rows(const AblationSide& with, const AblationS
 
 Upstream upstream_of(const ResultsFile& file, const std::string& agent,
                      const agents::AgentRegistry& registry) {
-  const RunResult* reader = nullptr;
-  for (const auto& r : file.results) {
-    if (r.key.agent == agent) {
-      reader = &r;
-      break;
-    }
-  }
+  const RunResult* reader = first_result(file, agent);
   if (reader == nullptr || !registry.contains(reader->agent_type)) return {};
   Upstream out;
   for (const auto& spec : registry.info(reader->agent_type).artifacts.consumes) {
