@@ -23,14 +23,16 @@ void Environment::record(const Evaluation& evaluation, const core::Decision& dec
   if (improves(evaluation)) {
     best_step_time_s_ = evaluation.step_time_s;
     best_decision_ = decision;
+    improvements_.push_back({samples_, best_step_time_s_});
   }
 }
 
 void Environment::restore(std::int64_t samples, Seconds best_step_time_s,
-                          core::Decision best_decision) {
+                          core::Decision best_decision, std::vector<BestImprovement> improvements) {
   samples_ = samples;
   best_step_time_s_ = best_step_time_s;
   best_decision_ = std::move(best_decision);
+  improvements_ = std::move(improvements);
 }
 
 }  // namespace gopt::agents

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <vector>
 
 #include "core/compiled_graph.h"
 #include "core/decision.h"
@@ -38,6 +39,18 @@ struct Evaluation {
   DeviceId oom_device = -1;
 };
 
+/// A new best: the `samples`-th simulation found the best valid step time so far,
+/// `step_time_s`. The list of them is the best-so-far curve at the resolution of one sample
+/// (a learning curve has one point per update).
+struct BestImprovement {
+  std::int64_t samples = 0;
+  Seconds step_time_s = 0;
+
+  bool operator==(const BestImprovement& o) const {
+    return samples == o.samples && step_time_s == o.step_time_s;
+  }
+};
+
 /// Evaluates decisions on the simulator. Not thread-safe (one Simulator inside).
 class Environment {
  public:
@@ -65,10 +78,14 @@ class Environment {
   [[nodiscard]] Seconds best_step_time_s() const { return best_step_time_s_; }
   /// The decision with best_step_time_s(); empty Decision when none yet.
   [[nodiscard]] const core::Decision& best_decision() const { return best_decision_; }
+  /// Every sample that improved the best step time, in order (the last one is
+  /// best_step_time_s()).
+  [[nodiscard]] const std::vector<BestImprovement>& improvements() const { return improvements_; }
   [[nodiscard]] simulator::Simulator& simulator() { return simulator_; }
-  /// Sets the sample count and best decision to those of an earlier run on the same problem
-  /// (a training snapshot), as if its evaluations had happened here.
-  void restore(std::int64_t samples, Seconds best_step_time_s, core::Decision best_decision);
+  /// Sets the sample count, best decision and improvements to those of an earlier run on
+  /// the same problem (a training snapshot), as if its evaluations had happened here.
+  void restore(std::int64_t samples, Seconds best_step_time_s, core::Decision best_decision,
+               std::vector<BestImprovement> improvements);
 
  private:
   Problem problem_;
@@ -77,6 +94,7 @@ class Environment {
   std::int64_t samples_ = 0;
   Seconds best_step_time_s_ = std::numeric_limits<Seconds>::infinity();
   core::Decision best_decision_;
+  std::vector<BestImprovement> improvements_;
 };
 
 }  // namespace gopt::agents

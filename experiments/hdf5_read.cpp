@@ -95,6 +95,20 @@ std::vector<agents::LearningCurvePoint> read_curve(const std::string& file, hid_
   return curve;
 }
 
+// The `best_improvements` group under `group` (named `name`).
+std::vector<agents::BestImprovement> read_improvements(const std::string& file, hid_t group,
+                                                       const std::string& name) {
+  const std::string gn = name + "/best_improvements";
+  Handle g = check(H5Gopen2(group, "best_improvements", H5P_DEFAULT), H5Gclose, file, gn,
+                   "cannot open the group");
+  auto samples = read_dataset<std::int64_t>(file, g.get(), gn, "samples", H5T_NATIVE_INT64);
+  auto best = read_dataset<double>(file, g.get(), gn, "best_step_time_s", H5T_NATIVE_DOUBLE);
+  if (best.size() != samples.size()) fail(file, gn, "datasets of different lengths");
+  std::vector<agents::BestImprovement> improvements;
+  for (std::size_t i = 0; i < samples.size(); ++i) improvements.push_back({samples[i], best[i]});
+  return improvements;
+}
+
 // A running job's group under /running (written by write_running_group).
 RunningJob read_running(const std::string& file, hid_t group, const std::string& name) {
   AttrReader a(file, group, name);
@@ -224,6 +238,9 @@ RunResult read_result(const std::string& file, hid_t group, const std::string& n
   read_what_ran(file, name, a, r);
   read_decision_and_devices(file, group, name, r);
   if (has_link(file, group, "learning_curve")) r.learning_curve = read_curve(file, group, name);
+  if (has_link(file, group, "best_improvements")) {
+    r.best_improvements = read_improvements(file, group, name);
+  }
   if (a.has("digest") && a.uint64("digest") != result_digest(r)) {  // absent before #32
     fail(file, name, "the result's contents do not match its digest (the file is damaged)");
   }

@@ -37,6 +37,23 @@ void write_curve(const std::string& file, hid_t parent, const std::string& objec
   cw.dataset("wall_s", wall, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE);
 }
 
+// A learner's `best_improvements` group under `parent` (named `object`): the samples that
+// improved its best step time, and those step times.
+void write_improvements(const std::string& file, hid_t parent, const std::string& object,
+                        const std::vector<agents::BestImprovement>& improvements) {
+  Handle g = check(H5Gcreate2(parent, "best_improvements", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                   H5Gclose, file, object + "/best_improvements", "cannot create the group");
+  Writer w(file, g.get(), object + "/best_improvements");
+  std::vector<std::int64_t> samples;
+  std::vector<double> best;
+  for (const auto& i : improvements) {
+    samples.push_back(i.samples);
+    best.push_back(i.step_time_s);
+  }
+  w.dataset("samples", samples, H5T_STD_I64LE, H5T_NATIVE_INT64);
+  w.dataset("best_step_time_s", best, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE);
+}
+
 // A result's scalar attributes: its key and facts, options, provenance, budget and, for
 // validation results, the measurement.
 void write_result_attributes(Writer& w, const RunResult& r) {
@@ -124,6 +141,9 @@ void write_result_group(const std::string& file, hid_t results, const RunResult&
   write_decision(file, g.get(), object, r.decision);
   write_devices(file, g.get(), object, r);
   if (r.learner) write_curve(file, g.get(), object, r.learning_curve);
+  if (!r.best_improvements.empty()) {
+    write_improvements(file, g.get(), object, r.best_improvements);
+  }
   w.attr("digest", result_digest(r));
   // Written last: a group without it was interrupted mid-write and is not a result.
   w.attr("complete", static_cast<std::int64_t>(1));

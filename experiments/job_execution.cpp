@@ -69,6 +69,7 @@ RunResult result_of(const JobContext& context, const PlannedJob& job, const Plan
   r.decision = agent.propose(env.problem());
   record_evaluation(context, env, env.evaluate(r.decision), r);
   r.samples = env.samples();
+  if (r.learner) r.best_improvements = env.improvements();
   r.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
   return r;
 }

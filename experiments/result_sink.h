@@ -98,6 +98,11 @@ struct RunResult {
   std::vector<double> device_busy_s;                       ///< per device, seconds
   std::vector<std::int64_t> device_peak_memory_bytes;      ///< per device, bytes
   std::vector<agents::LearningCurvePoint> learning_curve;  ///< one point per update
+  /// A learner's samples that improved its best step time (Environment::improvements),
+  /// the final evaluation's included: the best-so-far curve sample by sample. Empty when
+  /// read from a file written before they were recorded (2026-11-29): readers then use the
+  /// learning curve, whose resolution is one update.
+  std::vector<agents::BestImprovement> best_improvements;
   std::map<std::string, std::string> options;  ///< the agent's options as given in the config
   /// Every option of the agent with the value it ran with (given or default); empty when
   /// read from a file written before it was recorded (2026-11-22).

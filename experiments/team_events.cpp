@@ -142,6 +142,11 @@ void write_result(Writer& w, const RunResult& r) {
     w.pod(p.mean_step_time_s);
     w.pod(p.wall_s);
   }
+  w.pod<std::uint64_t>(r.best_improvements.size());
+  for (const auto& i : r.best_improvements) {
+    w.pod(i.samples);
+    w.pod(i.step_time_s);
+  }
   w.texts(r.options);
   w.texts(r.resolved_options);
   w.pod(r.measured_step_time_s);
@@ -195,6 +200,13 @@ RunResult read_result(Reader& in) {
     p.mean_step_time_s = in.pod<double>();
     p.wall_s = in.pod<double>();
     r.learning_curve.push_back(p);
+  }
+  const auto improvements = in.pod<std::uint64_t>();
+  for (std::uint64_t i = 0; i < improvements; ++i) {
+    agents::BestImprovement b;
+    b.samples = in.pod<std::int64_t>();
+    b.step_time_s = in.pod<double>();
+    r.best_improvements.push_back(b);
   }
   r.options = in.texts();
   r.resolved_options = in.texts();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <filesystem>
 #include <sstream>
 #include <string_view>
@@ -200,6 +201,16 @@ bool read_tasks(torch::serialize::InputArchive& archive,
     t.best.placement = read_ints(archive, key + "placement");
     t.best.priority = read_ints(archive, key + "priority");
     t.best.fusion = read_ints(archive, key + "fusion");
+    torch::Tensor improvements;
+    if (archive.try_read(key + "improvements", improvements)) {
+      improvements = improvements.to(torch::kDouble).contiguous();
+      auto c = improvements.accessor<double, 2>();
+      for (std::int64_t row = 0; row < improvements.size(0); ++row) {
+        t.improvements.push_back({static_cast<std::int64_t>(c[row][0]), c[row][1]});
+      }
+    } else if (t.samples > 0 && std::isfinite(t.best_s)) {
+      t.improvements.push_back({t.samples, t.best_s});
+    }
     tasks.push_back(std::move(t));
   }
   return true;
@@ -402,6 +413,16 @@ void write_snapshot(const std::string& path, const TrainingSnapshot& snapshot,
     if (task.best.placement) write_ints(archive, key + "placement", *task.best.placement);
     if (task.best.priority) write_ints(archive, key + "priority", *task.best.priority);
     if (task.best.fusion) write_ints(archive, key + "fusion", *task.best.fusion);
+    // [improvements, 2] doubles: samples, step time (sample counts stay exact below 2^53).
+    auto improvements =
+        torch::empty({static_cast<std::int64_t>(task.improvements.size()), 2}, torch::kDouble);
+    auto c = improvements.accessor<double, 2>();
+    for (std::size_t j = 0; j < task.improvements.size(); ++j) {
+      const auto row = static_cast<std::int64_t>(j);
+      c[row][0] = static_cast<double>(task.improvements[j].samples);
+      c[row][1] = task.improvements[j].step_time_s;
+    }
+    archive.write(key + "improvements", improvements);
   }
   archive.write("curve", curve_tensor(snapshot.curve));
   save_atomically(archive, path, "training snapshot");

@@ -95,6 +95,9 @@ struct TrainingSnapshot {
     double best_s = 0;
     double reference_s = 0;
     core::Decision best;
+    /// Environment::improvements(); a snapshot written before they were kept has none,
+    /// and its restore takes the best so far as found at the snapshot's last sample.
+    std::vector<BestImprovement> improvements;
   };
   std::string identity;      ///< TrainSnapshots::identity
   std::string options;       ///< policy_options_text of the policy

@@ -247,7 +247,8 @@ void Snapshots::write(const TrainingRun& run) const {
   for (const auto& task : run.tasks) {
     const Environment& env = *task.env;
     s.tasks.push_back({static_cast<std::int64_t>(env.problem().num_nodes()), env.samples(),
-                       env.best_step_time_s(), task.reference_s, env.best_decision()});
+                       env.best_step_time_s(), task.reference_s, env.best_decision(),
+                       env.improvements()});
   }
   for (const auto* c : run.callbacks) c->save_state(s);
   s.curve = run.curve;
@@ -285,7 +286,8 @@ bool Snapshots::restore(TrainingRun& run) const {
   for (auto* c : run.callbacks) c->restore_state(s);
   for (std::size_t i = 0; i < run.tasks.size(); ++i) {
     auto& task = s.tasks[i];
-    run.tasks[i].env->restore(task.samples, task.best_s, std::move(task.best));
+    run.tasks[i].env->restore(task.samples, task.best_s, std::move(task.best),
+                              std::move(task.improvements));
     run.tasks[i].reference_s = task.reference_s;
   }
   run.curve = std::move(s.curve);

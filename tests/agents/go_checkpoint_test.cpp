@@ -188,6 +188,8 @@ TEST_F(GoCheckpointVersionTest, Version1SnapshotsWithoutModelSelectionMigrate) {
   EXPECT_EQ(v1->snapshot.best_validation_steps, 0);
   ASSERT_EQ(v1->snapshot.tasks.size(), 1u);
   EXPECT_EQ(v1->snapshot.tasks[0].samples, 12);
+  // Written before improvements were kept: the best counts as found at the last sample.
+  EXPECT_EQ(v1->snapshot.tasks[0].improvements, (std::vector<BestImprovement>{{12, 1.5}}));
   ASSERT_EQ(v1->snapshot.curve.size(), 1u);
   EXPECT_EQ(v1->snapshot.curve[0].mean_step_time_s, 1.75);
 

@@ -1595,6 +1595,9 @@ void expect_resume_as_if_never_stopped(const Problem& problem, const std::string
   }
   EXPECT_EQ(second_env.samples(), whole_env.samples());
   EXPECT_EQ(second_env.best_step_time_s(), whole_env.best_step_time_s());
+  // The samples that improved the best, those before the snapshot included.
+  ASSERT_FALSE(whole_env.improvements().empty());
+  EXPECT_EQ(second_env.improvements(), whole_env.improvements());
   const auto a = whole->propose(problem);
   const auto b = second->propose(problem);
   EXPECT_EQ(a.placement, b.placement);

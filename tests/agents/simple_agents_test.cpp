@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "agents/environment.h"
 #include "agents/registry.h"
 #include "core/decision.h"
 #include "core/errors.h"
@@ -46,6 +47,39 @@ TEST(SimpleAgentsTest, RandomIsSeededAndRoundRobinSpreads) {
   std::vector<int> per_device(4, 0);
   for (auto d : *rr.placement) per_device[static_cast<std::size_t>(d)]++;
   for (int count : per_device) EXPECT_EQ(count, 100);
+}
+
+// The environment keeps every sample that improved the best valid step time, so that
+// convergence is counted sample by sample: not samples that tie or lose, and not one that
+// runs out of memory however fast.
+TEST(EnvironmentTest, KeepsTheSamplesThatImprovedTheBest) {
+  testing::ProblemFixture f(
+      gopt::testing::random_dag(gopt::testing::RandomDagOptions().with_nodes(60)), "p100x4_pcie");
+  Environment env(f.problem);
+  const auto n = static_cast<std::size_t>(f.problem.num_nodes());
+  core::Decision one;
+  one.placement = std::vector<core::DeviceId>(n, 0);
+  core::Decision spread;
+  spread.placement = std::vector<core::DeviceId>(n);
+  for (std::size_t i = 0; i < n; ++i) (*spread.placement)[i] = static_cast<core::DeviceId>(i % 4);
+  const Evaluation a = env.evaluate(spread);
+  const Evaluation b = env.evaluate(one);
+  (void)env.evaluate(spread);                     // a tie: no improvement
+  env.record({a.step_time_s / 4, true, 0}, one);  // out of memory: never the best
+  ASSERT_FALSE(a.oom);
+  ASSERT_FALSE(b.oom);
+  ASSERT_NE(a.step_time_s, b.step_time_s);
+  std::vector<BestImprovement> expected{{1, a.step_time_s}};
+  if (b.step_time_s < a.step_time_s) expected.push_back({2, b.step_time_s});
+  EXPECT_EQ(env.samples(), 4);
+  EXPECT_EQ(env.improvements(), expected);
+  EXPECT_EQ(env.improvements().back().step_time_s, env.best_step_time_s());
+
+  Environment restored(f.problem);
+  restored.restore(env.samples(), env.best_step_time_s(), env.best_decision(), env.improvements());
+  restored.record({env.best_step_time_s() / 2, false, -1}, spread);
+  expected.push_back({5, env.best_step_time_s() / 2});
+  EXPECT_EQ(restored.improvements(), expected);
 }
 
 }  // namespace

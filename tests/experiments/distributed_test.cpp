@@ -211,6 +211,7 @@ RunResult full_result() {
   r.device_peak_memory_bytes = {1 << 20, 3 << 20};
   r.learning_curve = {{1, 8, std::numeric_limits<double>::infinity(), 0.4, 1.5},
                       {2, 16, 0.3, 0.35, 3.0}};
+  r.best_improvements = {{3, 0.5}, {11, 0.25}};
   r.options = {{"hidden", "16"}};
   r.resolved_options = {{"hidden", "16"}, {"learning_rate", "0.001"}};
   r.measured_step_time_s = 0.31;
@@ -280,6 +281,7 @@ TEST(TeamEventTest, ResultsSurviveTheBytesExactly) {
   EXPECT_EQ(b.learning_curve[1].samples, 16);
   EXPECT_EQ(b.learning_curve[1].mean_step_time_s, 0.35);
   EXPECT_EQ(b.learning_curve[1].wall_s, 3.0);
+  EXPECT_EQ(b.best_improvements, a.best_improvements);
   EXPECT_EQ(b.options, a.options);
   EXPECT_EQ(b.resolved_options, a.resolved_options);
   EXPECT_EQ(b.measured_step_time_s, a.measured_step_time_s);

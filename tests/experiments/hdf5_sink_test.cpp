@@ -74,6 +74,7 @@ RunResult sample_result(const std::string& agent, std::uint64_t seed, bool learn
   if (learner) {
     r.learning_curve.push_back({1, 4, std::numeric_limits<double>::infinity(), 100.0, 0.1});
     r.learning_curve.push_back({2, 8, 0.0123456789, 0.02, 0.2});
+    r.best_improvements = {{5, 0.02}, {7, 0.0123456789}};
   }
   r.options = {{"learning_rate", "0.05"}, {"seed", "3"}};
   if (learner) r.resolved_options = {{"learning_rate", "0.05"}, {"seed", "3"}, {"clip", "0.2"}};
@@ -133,6 +134,7 @@ void expect_same(const RunResult& a, const RunResult& b) {
     EXPECT_EQ(a.learning_curve[i].mean_step_time_s, b.learning_curve[i].mean_step_time_s);
     EXPECT_EQ(a.learning_curve[i].wall_s, b.learning_curve[i].wall_s);
   }
+  EXPECT_EQ(a.best_improvements, b.best_improvements);
   EXPECT_EQ(a.options, b.options);
   EXPECT_EQ(a.resolved_options, b.resolved_options);
   EXPECT_EQ(a.provenance, b.provenance);
@@ -183,6 +185,8 @@ TEST(Hdf5SinkTest, RoundTripsEveryField) {
   expect_same(file.results[0], b);  // order 1 before order 2
   expect_same(file.results[1], a);
   EXPECT_TRUE(std::isinf(file.results[0].learning_curve[0].best_step_time_s));
+  EXPECT_EQ(file.results[0].best_improvements.size(), 2u);
+  EXPECT_TRUE(file.results[1].best_improvements.empty());  // metis does not learn
   ASSERT_TRUE(file.results[0].budget.has_value());
   EXPECT_EQ(file.results[0].budget->max_samples, std::numeric_limits<std::int64_t>::max());
   EXPECT_FALSE(file.results[1].budget.has_value());  // metis does not learn

@@ -335,6 +335,41 @@ TEST(ConvergenceTableTest, SamplesToHdpExpertAndBestBaseline) {
                                                  "17", "94.500", "34"}));
 }
 
+// With the samples that improved each best recorded, the count is to the sample that
+// reached the target, not to the end of its update; results without them (older files) keep
+// the update's count, and a note says so.
+TEST(ConvergenceTableTest, CountsToTheSampleThatReachedTheTarget) {
+  auto file = fixture({
+      {"w1", "human_expert", "human_expert", 100},
+      {"w1", "hdp", "hdp", 90},
+      {"w1", "go_one", "go_one", 70},
+  });
+  file.metadata.table = "placement";
+  using P = agents::LearningCurvePoint;
+  file.results[1].learning_curve = {P{1, 200, 0.120, 0, 0}, P{2, 400, 0.090, 0, 0}};
+  file.results[1].best_improvements = {{1, 0.150}, {150, 0.120}, {230, 0.090}};
+  file.results[1].samples = 401;
+  file.results[2].learning_curve = {P{1, 17, 0.095, 0, 0}, P{2, 34, 0.088, 0, 0},
+                                    P{3, 51, 0.070, 0, 0}};
+  file.results[2].best_improvements = {{2, 0.099}, {9, 0.095}, {20, 0.088}, {50, 0.070}};
+  file.results[2].samples = 52;
+  auto t = table_with_id(build_tables(file), "convergence");
+  ASSERT_EQ(t.rows.size(), 2U);
+  // HDP reached its 90 (and 94.5) at sample 230; go_one the expert's 100 at sample 2 and
+  // 94.5 and 90 at 20 (its curve says 17 and 34).
+  EXPECT_EQ(t.rows[0], (std::vector<std::string>{"w1", "hdp", "401", "90.000", "230", "100.000",
+                                                 "230", "94.500", "230"}));
+  EXPECT_EQ(t.rows[1], (std::vector<std::string>{"w1", "go_one", "52", "90.000", "20", "100.000",
+                                                 "2", "94.500", "20"}));
+  EXPECT_FALSE(has_note(t, "before samples were counted one by one"));
+
+  file.results[1].best_improvements.clear();  // HDP from an older file
+  t = table_with_id(build_tables(file), "convergence");
+  EXPECT_EQ(t.rows[0], (std::vector<std::string>{"w1", "hdp", "401", "90.000", "400", "100.000",
+                                                 "400", "94.500", "400"}));
+  EXPECT_TRUE(has_note(t, "before samples were counted one by one"));
+}
+
 TEST(ConvergenceTableTest, NeverAndPartialSeedsAreSaid) {
   ResultsFile file;
   file.metadata.table = "placement";
