@@ -182,6 +182,29 @@ def learning_curves(path, running=False):
     return pd.concat(frames, ignore_index=True)
 
 
+def best_so_far(path):
+    """One row per simulation that improved a finished learner's best step time: workload,
+    agent, seed, samples (simulations so far, that one counted), best_step_time_s. The
+    convergence functions below count samples on it sample by sample. A result written
+    before these were recorded (2026-11-29) contributes its learning-curve points instead,
+    one per update, which count to the end of the update that reached a target."""
+    frames = []
+    with open_results(path) as f:
+        for name, g in f["results"].items():
+            if not _complete(g) or "learning_curve" not in g:
+                continue
+            source = g["best_improvements"] if "best_improvements" in g else g["learning_curve"]
+            frame = pd.DataFrame({k: np.asarray(source[k])
+                                  for k in ("samples", "best_step_time_s")})
+            frame.insert(0, "seed", g.attrs["seed"].item())
+            frame.insert(0, "agent", _text(g.attrs["agent"]))
+            frame.insert(0, "workload", _text(g.attrs["workload"]))
+            frames.append(frame)
+    if not frames:
+        return pd.DataFrame(columns=["workload", "agent", "seed", "samples", "best_step_time_s"])
+    return pd.concat(frames, ignore_index=True)
+
+
 def running_jobs(path):
     """Jobs still training when the file was last written (`/running`; `gopt table`'s
     `running` table): one row per job with the first result it will write (workload,
@@ -368,7 +391,8 @@ def multitask_table(df):
 
 
 def samples_to_reach(curve, target_s):
-    """Simulations a learning curve needed to reach a best step time <= target_s (None: never)."""
+    """Simulations a best-so-far frame (best_so_far, or learning_curves at one point per
+    update) needed to reach a best step time <= target_s (None: never)."""
     hit = curve[curve["best_step_time_s"] <= target_s * (1 + 1e-12)]
     return int(hit["samples"].iloc[0]) if len(hit) else None
 
@@ -379,8 +403,8 @@ def convergence(curves, fast="go_one", slow="hdp"):
     15x for GO against HDP). Agents are matched by label."""
     rows = []
     for (workload, seed), group in curves.groupby(["workload", "seed"]):
-        a = group[group["agent"] == fast].sort_values("step")
-        b = group[group["agent"] == slow].sort_values("step")
+        a = group[group["agent"] == fast].sort_values("samples")
+        b = group[group["agent"] == slow].sort_values("samples")
         if a.empty or b.empty:
             continue
         target = b["best_step_time_s"].min()
@@ -393,8 +417,9 @@ def convergence(curves, fast="go_one", slow="hdp"):
 
 
 def convergence_table(df, curves):
-    """`gopt table`'s convergence table: per workload and agent with a learning curve, the
-    simulations it used (mean over seeds) and, per seed, the simulations its curve took to
+    """`gopt table`'s convergence table: per workload and agent in `curves` (best_so_far for
+    the count sample by sample, as `gopt table`; learning_curves counts whole updates), the
+    simulations it used (mean over seeds) and, per seed, the simulations it took to
     reach three targets, averaged over the seeds that reached them (NaN: none did; the
     `... seeds` column says how many did): HDP's final best of the same seed (the paper's
     measure, undefined where HDP found nothing that fits), the human expert's step time
@@ -430,7 +455,7 @@ def convergence_table(df, curves):
                 if goal is None:
                     continue
                 goals.append(goal)
-                n = samples_to_reach(c.sort_values("step"), goal)
+                n = samples_to_reach(c.sort_values("samples"), goal)
                 if n is not None:
                     reached.append(n)
             row[f"{label} (ms)"] = np.mean(goals) * 1e3 if goals else np.nan
