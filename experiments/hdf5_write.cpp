@@ -12,11 +12,17 @@
 namespace gopt::experiments::h5 {
 namespace {
 
+// A new group `sub` under the group `g` (named `object`).
+Handle create_subgroup(const std::string& file, hid_t g, const std::string& object,
+                       const char* sub) {
+  return check(H5Gcreate2(g, sub, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose, file,
+               object + "/" + sub, "cannot create the group");
+}
+
 // A `learning_curve` group under `parent` (named `object`): one dataset per field.
 void write_curve(const std::string& file, hid_t parent, const std::string& object,
                  const std::vector<agents::LearningCurvePoint>& curve) {
-  Handle c = check(H5Gcreate2(parent, "learning_curve", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-                   H5Gclose, file, object + "/learning_curve", "cannot create the group");
+  Handle c = create_subgroup(file, parent, object, "learning_curve");
   Writer cw(file, c.get(), object + "/learning_curve");
   std::vector<std::int64_t> step;
   std::vector<std::int64_t> samples;
@@ -41,8 +47,7 @@ void write_curve(const std::string& file, hid_t parent, const std::string& objec
 // improved its best step time, and those step times.
 void write_improvements(const std::string& file, hid_t parent, const std::string& object,
                         const std::vector<agents::BestImprovement>& improvements) {
-  Handle g = check(H5Gcreate2(parent, "best_improvements", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-                   H5Gclose, file, object + "/best_improvements", "cannot create the group");
+  Handle g = create_subgroup(file, parent, object, "best_improvements");
   Writer w(file, g.get(), object + "/best_improvements");
   std::vector<std::int64_t> samples;
   std::vector<double> best;
@@ -97,13 +102,6 @@ void write_result_attributes(Writer& w, const RunResult& r) {
     w.attr("op_times", r.op_times);
     w.attr("op_times_in_sample", r.op_times_in_sample);
   }
-}
-
-// A new group `sub` under the result group `g` (named `object`).
-Handle create_subgroup(const std::string& file, hid_t g, const std::string& object,
-                       const char* sub) {
-  return check(H5Gcreate2(g, sub, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose, file,
-               object + "/" + sub, "cannot create the group");
 }
 
 // The `decision` group (only the parts the decision has; none when it is empty).

@@ -306,7 +306,9 @@ TEST(BoundsTableTest, BoundsAndGapsPerAgent) {
   EXPECT_TRUE(has_note(t, "provably optimal"));
 }
 
-TEST(ConvergenceTableTest, SamplesToHdpExpertAndBestBaseline) {
+// The expert (100 ms), HDP (90) and GO-one (70) on one workload, with learning curves:
+// hdp reaches 90 at 400 samples; go_one 95 at 17, 88 at 34, 70 at 51.
+ResultsFile convergence_fixture() {
   auto file = fixture({
       {"w1", "human_expert", "human_expert", 100},
       {"w1", "hdp", "hdp", 90},
@@ -314,13 +316,16 @@ TEST(ConvergenceTableTest, SamplesToHdpExpertAndBestBaseline) {
   });
   file.metadata.table = "placement";
   using P = agents::LearningCurvePoint;
-  // hdp: reaches 90 at 400 samples; go_one: 95 at 17, 88 at 34, 70 at 51.
   file.results[1].learning_curve = {P{1, 200, 0.120, 0, 0}, P{2, 400, 0.090, 0, 0}};
   file.results[1].samples = 401;
   file.results[2].learning_curve = {P{1, 17, 0.095, 0, 0}, P{2, 34, 0.088, 0, 0},
                                     P{3, 51, 0.070, 0, 0}};
   file.results[2].samples = 52;
-  const auto tables = build_tables(file);
+  return file;
+}
+
+TEST(ConvergenceTableTest, SamplesToHdpExpertAndBestBaseline) {
+  const auto tables = build_tables(convergence_fixture());
   const Table& t = table_with_id(tables, "convergence");
   EXPECT_EQ(t.header,
             (std::vector<std::string>{"workload", "agent", "samples", "hdp final best (ms)",
@@ -339,20 +344,9 @@ TEST(ConvergenceTableTest, SamplesToHdpExpertAndBestBaseline) {
 // reached the target, not to the end of its update; results without them (older files) keep
 // the update's count, and a note says so.
 TEST(ConvergenceTableTest, CountsToTheSampleThatReachedTheTarget) {
-  auto file = fixture({
-      {"w1", "human_expert", "human_expert", 100},
-      {"w1", "hdp", "hdp", 90},
-      {"w1", "go_one", "go_one", 70},
-  });
-  file.metadata.table = "placement";
-  using P = agents::LearningCurvePoint;
-  file.results[1].learning_curve = {P{1, 200, 0.120, 0, 0}, P{2, 400, 0.090, 0, 0}};
+  auto file = convergence_fixture();
   file.results[1].best_improvements = {{1, 0.150}, {150, 0.120}, {230, 0.090}};
-  file.results[1].samples = 401;
-  file.results[2].learning_curve = {P{1, 17, 0.095, 0, 0}, P{2, 34, 0.088, 0, 0},
-                                    P{3, 51, 0.070, 0, 0}};
   file.results[2].best_improvements = {{2, 0.099}, {9, 0.095}, {20, 0.088}, {50, 0.070}};
-  file.results[2].samples = 52;
   auto t = table_with_id(build_tables(file), "convergence");
   ASSERT_EQ(t.rows.size(), 2U);
   // HDP reached its 90 (and 94.5) at sample 230; go_one the expert's 100 at sample 2 and
