@@ -135,6 +135,25 @@ OptionDiff differing_options(const ResultsFile& with_file, const std::string& wi
   return out;
 }
 
+// The workloads `agent` has results on in `file` that `other_agent` has none on in
+// `other` ("none" when there are none): for a pretraining agent, the training graphs only
+// one side trained on.
+std::string workloads_only_in(const ResultsFile& file, const std::string& agent,
+                              const ResultsFile& other, const std::string& other_agent) {
+  std::set<std::string> theirs;
+  for (const auto& r : other.results) {
+    if (r.key.agent == other_agent) theirs.insert(r.key.workload);
+  }
+  std::vector<std::string> only;
+  for (const auto& r : file.results) {
+    if (r.key.agent != agent || theirs.count(r.key.workload) > 0) continue;
+    if (std::find(only.begin(), only.end(), r.key.workload) == only.end()) {
+      only.push_back(r.key.workload);
+    }
+  }
+  return only.empty() ? "none" : core::join(only);
+}
+
 // The provenance rows of the options that differ: the agents', then their upstream agents'
 // pair by pair (an upstream agent only one side has is named, with nothing to compare).
 // Each is followed by the options one side records only at their defaults, if any.
@@ -173,6 +192,13 @@ std::string option_rows(const AblationSide& with, const AblationSide& without,
     rows << "| options of " << label << " (whose output it reads) that differ | "
          << theirs.differ.first << " | " << theirs.differ.second << " |\n";
     one_sided_row("options of " + label, theirs);
+    // A pretraining on other graphs differs with the same options.
+    const std::string only_with = workloads_only_in(*with.file, a[i], *without.file, b[i]);
+    const std::string only_without = workloads_only_in(*without.file, b[i], *with.file, a[i]);
+    if (only_with != "none" || only_without != "none") {
+      rows << "| workloads of " << label << " only one side has | " << only_with << " | "
+           << only_without << " |\n";
+    }
   }
   return rows.str();
 }

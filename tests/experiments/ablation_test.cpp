@@ -146,7 +146,8 @@ TEST(AblationTest, ComparesCommonSeedsPerWorkloadAndSaysWhatDiffers) {
 // A transfer-learning file: go_pretrain (pretraining with `unit_gate`) then go_finetune,
 // which reads its policy unless `checkpoint` names a file of its own.
 void write_transfer_file(const std::filesystem::path& path, const std::string& unit_gate,
-                         const std::string& checkpoint = "") {
+                         const std::string& checkpoint = "",
+                         const std::string& second_training_graph = "") {
   Hdf5Sink sink(path);
   RunMetadata m;
   m.experiment = "transfer_fixture";
@@ -158,6 +159,10 @@ void write_transfer_file(const std::filesystem::path& path, const std::string& u
   pretrain.best_step_time_s = 0.5;
   pretrain.resolved_options = {{"unit_gate", unit_gate}, {"hidden", "64"}};
   sink.write(pretrain);
+  if (!second_training_graph.empty()) {
+    pretrain.key.workload = second_training_graph;
+    sink.write(pretrain);
+  }
   RunResult finetune;
   finetune.key = {"gnmt_8", "go_finetune", 1};
   finetune.agent_type = "go_finetune";
@@ -204,6 +209,19 @@ TEST(AblationTest, ComparesTheOptionsOfThePretrainingAFineTuningReads) {
   EXPECT_TRUE(contains(one_sided,
                        "| options that differ | checkpoint: gate.h5.ckpt | checkpoint: t2.ckpt |"))
       << one_sided;
+
+  EXPECT_FALSE(contains(page, "only one side has")) << page;  // the same training graphs
+  // A pretraining with one more training graph, and the same options: the page names it.
+  write_transfer_file(dir / "more.h5", "false", "", "gnmt_6");
+  const ResultsFile more = read_results_file(dir / "more.h5");
+  const std::string graphs =
+      render_ablation({&more, "go_finetune", upstream}, {&plain, "go_finetune", upstream}, "x");
+  EXPECT_TRUE(contains(graphs,
+                       "| options of go_pretrain (whose output it reads) that differ | none | "
+                       "none |"))
+      << graphs;
+  EXPECT_TRUE(contains(graphs, "| workloads of go_pretrain only one side has | gnmt_6 | none |"))
+      << graphs;
 
   // The command finds the pretraining agent itself.
   auto cli = gopt::testing::run_command(kGopt + " ablation " + (dir / "gate.h5").string() + " " +
