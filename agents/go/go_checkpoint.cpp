@@ -203,6 +203,7 @@ bool read_tasks(torch::serialize::InputArchive& archive,
     t.best.fusion = read_ints(archive, key + "fusion");
     torch::Tensor improvements;
     if (archive.try_read(key + "improvements", improvements)) {
+      if (improvements.dim() != 2 || improvements.size(1) != 2) return false;
       improvements = improvements.to(torch::kDouble).contiguous();
       auto c = improvements.accessor<double, 2>();
       for (std::int64_t row = 0; row < improvements.size(0); ++row) {

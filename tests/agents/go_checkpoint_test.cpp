@@ -147,7 +147,8 @@ TEST_F(GoCheckpointVersionTest, CheckpointsAreWrittenAtTheCurrentVersion) {
 // A snapshot archive of `version` for one graph of 7 ops, with the model selection's state
 // when `selection` (version 1 may lack it); policy and optimizer are stand-ins (read_snapshot
 // does not apply them).
-std::string write_snapshot_file(const std::string& path, std::int64_t version, bool selection) {
+std::string write_snapshot_file(const std::string& path, std::int64_t version, bool selection,
+                                const torch::Tensor& improvements = {}) {
   torch::serialize::OutputArchive archive;
   archive.write("format", c10::IValue(std::string(kSnapshotFormat)));
   archive.write("version", c10::IValue(version));
@@ -171,6 +172,7 @@ std::string write_snapshot_file(const std::string& path, std::int64_t version, b
   archive.write("task0.samples", c10::IValue(std::int64_t{12}));
   archive.write("task0.best_s", c10::IValue(1.5));
   archive.write("task0.reference_s", c10::IValue(2.0));
+  if (improvements.defined()) archive.write("task0.improvements", improvements);
   archive.write("curve", torch::tensor({1.0, 5.0, 1.5, 1.75, 0.25}, torch::kDouble).view({1, 5}));
   archive.save_to(path);
   return path;
@@ -200,6 +202,18 @@ TEST_F(GoCheckpointVersionTest, Version1SnapshotsWithoutModelSelectionMigrate) {
   EXPECT_TRUE(read(write_snapshot_file(dir_ + "/v2.pt", 2, true)).has_value());
   // Version 2 requires the model selection's state: without it the file is not used.
   EXPECT_FALSE(read(write_snapshot_file(dir_ + "/v2_missing.pt", 2, false)).has_value());
+
+  // The samples that improved the best, as written since 2026-11-29; a table of another
+  // shape does not read as a snapshot.
+  const auto kept =
+      read(write_snapshot_file(dir_ + "/kept.pt", 2, true,
+                               torch::tensor({3.0, 2.5, 12.0, 1.5}, torch::kDouble).view({2, 2})));
+  ASSERT_TRUE(kept.has_value());
+  EXPECT_EQ(kept->snapshot.tasks[0].improvements,
+            (std::vector<BestImprovement>{{3, 2.5}, {12, 1.5}}));
+  EXPECT_FALSE(read(write_snapshot_file(dir_ + "/bad.pt", 2, true,
+                                        torch::tensor({3.0, 12.0}, torch::kDouble).view({2, 1})))
+                   .has_value());
   EXPECT_FALSE(read(write_snapshot_file(dir_ + "/v3.pt", kSnapshotVersion + 1, true)).has_value());
   // Another job's, or other graphs': not used either.
   EXPECT_FALSE(read_snapshot(dir_ + "/v2.pt", "other job", "hidden=8", {7}).has_value());
