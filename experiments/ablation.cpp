@@ -135,21 +135,13 @@ OptionDiff differing_options(const ResultsFile& with_file, const std::string& wi
   return out;
 }
 
-// The workloads `agent` has results on in `file` that `other_agent` has none on in
-// `other` ("none" when there are none): for a pretraining agent, the training graphs only
-// one side trained on.
-std::string workloads_only_in(const ResultsFile& file, const std::string& agent,
-                              const ResultsFile& other, const std::string& other_agent) {
-  std::set<std::string> theirs;
-  for (const auto& r : other.results) {
-    if (r.key.agent == other_agent) theirs.insert(r.key.workload);
-  }
+// The workloads `side`'s agent has results on that `other`'s has none on ("none" when
+// there are none): for a pretraining agent, the training graphs only one side trained on.
+std::string workloads_only_in(const AblationSide& side, const AblationSide& other) {
+  const auto theirs = by_workload(other);
   std::vector<std::string> only;
-  for (const auto& r : file.results) {
-    if (r.key.agent != agent || theirs.count(r.key.workload) > 0) continue;
-    if (std::find(only.begin(), only.end(), r.key.workload) == only.end()) {
-      only.push_back(r.key.workload);
-    }
+  for (const auto& [workload, seeds] : by_workload(side)) {
+    if (theirs.count(workload) == 0) only.push_back(workload);
   }
   return only.empty() ? "none" : core::join(only);
 }
@@ -193,8 +185,10 @@ std::string option_rows(const AblationSide& with, const AblationSide& without,
          << theirs.differ.first << " | " << theirs.differ.second << " |\n";
     one_sided_row("options of " + label, theirs);
     // A pretraining on other graphs differs with the same options.
-    const std::string only_with = workloads_only_in(*with.file, a[i], *without.file, b[i]);
-    const std::string only_without = workloads_only_in(*without.file, b[i], *with.file, a[i]);
+    const AblationSide theirs_with{with.file, a[i]};
+    const AblationSide theirs_without{without.file, b[i]};
+    const std::string only_with = workloads_only_in(theirs_with, theirs_without);
+    const std::string only_without = workloads_only_in(theirs_without, theirs_with);
     if (only_with != "none" || only_without != "none") {
       rows << "| workloads of " << label << " only one side has | " << only_with << " | "
            << only_without << " |\n";

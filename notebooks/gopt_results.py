@@ -142,14 +142,19 @@ def results_frame(path):
     return df
 
 
-def _curve_frame(group, workload, agent, seed, state):
-    c = group["learning_curve"]
-    frame = pd.DataFrame({k: np.asarray(c[k]) for k in CURVE_FIELDS})
-    frame.insert(0, "state", state)
-    frame.insert(0, "seed", seed)
-    frame.insert(0, "agent", agent)
-    frame.insert(0, "workload", workload)
+def _keyed_frame(source, fields, workload, agent, seed, **more):
+    """The datasets `fields` of the group `source` as columns, after workload, agent, seed
+    and the columns in `more`."""
+    frame = pd.DataFrame({k: np.asarray(source[k]) for k in fields})
+    for i, (name, value) in enumerate({"workload": workload, "agent": agent, "seed": seed,
+                                       **more}.items()):
+        frame.insert(i, name, value)
     return frame
+
+
+def _curve_frame(group, workload, agent, seed, state):
+    return _keyed_frame(group["learning_curve"], CURVE_FIELDS, workload, agent, seed,
+                        state=state)
 
 
 def _running_groups(f):
@@ -194,12 +199,9 @@ def best_so_far(path):
             if not _complete(g) or "learning_curve" not in g:
                 continue
             source = g["best_improvements"] if "best_improvements" in g else g["learning_curve"]
-            frame = pd.DataFrame({k: np.asarray(source[k])
-                                  for k in ("samples", "best_step_time_s")})
-            frame.insert(0, "seed", g.attrs["seed"].item())
-            frame.insert(0, "agent", _text(g.attrs["agent"]))
-            frame.insert(0, "workload", _text(g.attrs["workload"]))
-            frames.append(frame)
+            frames.append(_keyed_frame(source, ("samples", "best_step_time_s"),
+                                       _text(g.attrs["workload"]), _text(g.attrs["agent"]),
+                                       g.attrs["seed"].item()))
     if not frames:
         return pd.DataFrame(columns=["workload", "agent", "seed", "samples", "best_step_time_s"])
     return pd.concat(frames, ignore_index=True)
