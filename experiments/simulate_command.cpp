@@ -1,8 +1,11 @@
 // `gopt simulate --graph GRAPH --hardware PROFILE [--placement single|round_robin|FILE |
 //                --result RESULTS.h5:WORKLOAD:AGENT:SEED |
-//                --agent NAME [--option k=v ...] [--steps N]] [--trace OUT.json] [--json]`:
+//                --agent NAME [--option k=v ...] [--steps N]] [--schedule critical_path]
+//                [--trace OUT.json] [--json]`:
 // one simulated training step, of a given placement or of any registered agent's decision
-// (learning agents train on the simulator first, with a progress display).
+// (learning agents train on the simulator first, with a progress display); with
+// --schedule critical_path, that placement run in critical-path order instead of the
+// decision's own.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
@@ -17,6 +20,7 @@
 #include <unistd.h>
 #include <chrono>
 
+#include "agents/baselines/list_scheduling.h"
 #include "agents/registry.h"
 #include "core/compiled_graph.h"
 #include "core/errors.h"
@@ -46,6 +50,7 @@ struct SimulateArgs {
   std::vector<std::string> agent_options;
   std::int64_t steps = 100;
   std::uint64_t seed = 1;
+  std::string schedule = "decision";  ///< decision | critical_path
   std::string save_decision;
   std::string trace;
   bool json = false;
@@ -192,6 +197,7 @@ void print_json(const SimulateArgs& args, const core::CompiledGraph& graph,
   j["graph"] = graph.name();
   j["hardware"] = cluster.name();
   j["placement"] = args.placement;
+  j["schedule"] = args.schedule;
   j["step_time_s"] = r.step_time_s;
   j["oom"] = r.oom;
   j["oom_device"] = r.oom ? nlohmann::ordered_json(cluster.device(r.oom_device).name)
@@ -236,6 +242,10 @@ void print_summary(const SimulateArgs& args, const core::CompiledGraph& graph,
   out << "hardware:     " << cluster.name() << " (" << cluster.num_devices() << " devices, "
       << cluster.provenance().kind << " profile)\n";
   out << "placement:    " << args.placement << "\n";
+  if (args.schedule == "critical_path") {
+    out << "schedule:     critical path (the decision's priorities replaced: longest path to "
+           "the end first)\n";
+  }
   out << "step time:    " << core::format_seconds(r.step_time_s) << "\n";
   double bound = r.lower_bound_s();
   out << "lower bounds: critical path " << core::format_seconds(r.lower_bound_critical_path_s)
@@ -300,7 +310,14 @@ int run_simulate(SimulateArgs args, CliContext& ctx) {
   const hardware::CostModel& cost = *cost_model;
 
   std::string decision_source;
-  const core::Decision decision = choose_decision(args, graph, cluster, cost, ctx, decision_source);
+  core::Decision decision = choose_decision(args, graph, cluster, cost, ctx, decision_source);
+  if (args.schedule == "critical_path") {
+    const agents::Problem problem{graph, cluster, cost, args.seed};
+    decision.priority = agents::critical_path_priorities(
+        problem, decision.placement
+                     ? *decision.placement
+                     : std::vector<core::DeviceId>(static_cast<std::size_t>(graph.num_nodes()), 0));
+  }
   simulator::Simulator sim(graph, cluster, cost,
                            simulator::SimulatorOptions().source(decision_source));
   simulator::ChromeTraceWriter trace;
@@ -361,6 +378,13 @@ void add_simulate_command(CLI::App& app, CliContext& context) {
       ->check(positive_number())
       ->needs(agent);
   cmd->add_option("--seed", args->seed, "Seed for randomised agents")->capture_default_str();
+  cmd->add_option("--schedule", args->schedule,
+                  "decision: run ready ops in the decision's priority order (none: topological); "
+                  "critical_path: replace its priorities by critical-path list scheduling on its "
+                  "placement (longest path to the end first, transfers counted between devices), "
+                  "to see what the order of ready ops costs beside the placement")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"decision", "critical_path"}));
   cmd->add_option("--save-decision", args->save_decision,
                   "Write the simulated decision as a decision file (JSON)");
   cmd->add_option("--trace", args->trace, "Write a Chrome trace-event JSON file (Perfetto)");

@@ -1,6 +1,7 @@
-// `gopt table RESULTS.h5 [--format markdown|csv] [--table ID]`: the paper's tables from a
-// results file written by `gopt run`.
+// `gopt table RESULTS.h5 [--format markdown|csv] [--table ID] [--recompute-bounds]
+// [--schedule critical_path]`: the paper's tables from a results file written by `gopt run`.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -10,6 +11,7 @@
 #include "experiments/bound_refresh.h"
 #include "experiments/cli.h"
 #include "experiments/hdf5_sink.h"
+#include "experiments/reschedule.h"
 #include "experiments/tables.h"
 
 namespace gopt::experiments {
@@ -20,13 +22,26 @@ struct TableArgs {
   std::string format = "markdown";
   std::string table;
   bool recompute_bounds = false;
+  std::string schedule = "recorded";  ///< recorded | critical_path
 };
 
 int print_tables(const TableArgs& args, CliContext& ctx) {
+  const bool rescheduled = args.schedule == "critical_path";
+  if (rescheduled && args.table == "convergence") {
+    throw core::InputError(args.file, "--table",
+                           "the convergence table reads the recorded learning curves; "
+                           "--schedule critical_path re-simulates only the final decisions");
+  }
   ResultsFile file = read_results_file(args.file);
-  std::string note;
-  if (args.recompute_bounds) note = bound_refresh_note(recompute_lower_bounds(file));
+  std::vector<std::string> notes;
+  if (args.recompute_bounds) notes.push_back(bound_refresh_note(recompute_lower_bounds(file)));
+  if (rescheduled) notes.push_back(reschedule_note(reschedule_critical_path(file)));
   auto tables = build_tables(file);
+  if (rescheduled) {
+    tables.erase(std::remove_if(tables.begin(), tables.end(),
+                                [](const Table& t) { return t.id == "convergence"; }),
+                 tables.end());
+  }
   if (!args.table.empty()) {
     std::vector<Table> chosen;
     std::vector<std::string> ids;
@@ -48,9 +63,9 @@ int print_tables(const TableArgs& args, CliContext& ctx) {
   const bool csv = args.format == "csv";
   if (!csv) {
     for (const auto& w : warnings) ctx.out << "> **Warning:** " << w << "\n\n";
-    if (!note.empty()) ctx.out << "> **Note:** " << note << "\n\n";
-  } else if (!note.empty()) {
-    ctx.err << "gopt: note: " << note << "\n";
+    for (const auto& n : notes) ctx.out << "> **Note:** " << n << "\n\n";
+  } else {
+    for (const auto& n : notes) ctx.err << "gopt: note: " << n << "\n";
   }
   ctx.out << render_tables(tables, csv ? TableFormat::kCsv : TableFormat::kMarkdown);
   if (file.incomplete > 0) {
@@ -75,6 +90,14 @@ void add_table_command(CLI::App& app, CliContext& context) {
   cmd->add_flag("--recompute-bounds", args->recompute_bounds,
                 "Recompute each workload's lower bound with this gopt from the file's config "
                 "and use it where it is tighter than the stored one (a note says so)");
+  cmd->add_option("--schedule", args->schedule,
+                  "recorded: the step times the run recorded; critical_path: re-simulate every "
+                  "result's decision from the file's config with its priorities replaced by "
+                  "critical-path list scheduling on its placement (longest path to the end "
+                  "first), to compare placements apart from the order of ready ops (a note "
+                  "says so; the convergence table is left out)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"recorded", "critical_path"}));
   cmd->add_option("--table", args->table,
                   "Print one table: placement, generalization, multitask or validation");
   cmd->callback([&context, args] {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 #include <numeric>
+#include <stdexcept>
+#include <string>
 
 #include "agents/placement_utils.h"
 
@@ -119,22 +121,26 @@ std::vector<double> upward_ranks(const Problem& p) {
   return rank;
 }
 
+// Node ids in decreasing `rank`, ties in topological order (zero-cost ops keep precedence).
+std::vector<NodeId> by_decreasing_rank(const Problem& p, const std::vector<double>& rank) {
+  std::vector<NodeId> order(p.graph.topological_order());
+  const auto& topo = p.graph.topological_rank();
+  std::stable_sort(order.begin(), order.end(), [&](NodeId a, NodeId b) {
+    auto ra = rank[static_cast<std::size_t>(a)];
+    auto rb = rank[static_cast<std::size_t>(b)];
+    if (ra != rb) return ra > rb;
+    return topo[static_cast<std::size_t>(a)] < topo[static_cast<std::size_t>(b)];
+  });
+  return order;
+}
+
 // HEFT without the insertion policy (ops are appended to a device's timeline): the
 // insertion search is quadratic in ops per device, too slow for 80,000-op graphs.
 class HeftAgent final : public Agent {
  public:
   std::string name() const override { return "heft"; }
   core::Decision propose(const Problem& p) override {
-    auto rank = upward_ranks(p);
-    std::vector<NodeId> order(p.graph.topological_order());
-    const auto& topo = p.graph.topological_rank();
-    // Decreasing rank; ties (zero-cost ops) in topological order keep precedence.
-    std::stable_sort(order.begin(), order.end(), [&](NodeId a, NodeId b) {
-      auto ra = rank[static_cast<std::size_t>(a)];
-      auto rb = rank[static_cast<std::size_t>(b)];
-      if (ra != rb) return ra > rb;
-      return topo[static_cast<std::size_t>(a)] < topo[static_cast<std::size_t>(b)];
-    });
+    const std::vector<NodeId> order = by_decreasing_rank(p, upward_ranks(p));
     ListSchedule s(p);
     for (NodeId v : order) {
       const DeviceId forced = s.forced_device(v);
@@ -241,6 +247,37 @@ class MetfAgent final : public Agent {
 };
 
 }  // namespace
+
+std::vector<std::int32_t> critical_path_priorities(const Problem& p,
+                                                   const std::vector<DeviceId>& placement) {
+  const auto& g = p.graph;
+  const auto n = static_cast<std::size_t>(g.num_nodes());
+  if (placement.size() != n) {
+    throw std::invalid_argument("critical_path_priorities: a placement of " +
+                                std::to_string(placement.size()) + " ops for a graph of " +
+                                std::to_string(n));
+  }
+  std::vector<double> rank(n, 0.0);
+  const auto& topo = g.topological_order();
+  for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
+    const auto v = static_cast<std::size_t>(*it);
+    const DeviceId dv = placement[v];
+    double tail = 0;
+    for (auto e = g.out_begin(*it); e < g.out_end(*it); ++e) {
+      const auto w = static_cast<std::size_t>(g.out_target(e));
+      const double transfer =
+          placement[w] == dv ? 0.0 : p.cost_model.transfer_time(g.edge_bytes(e), dv, placement[w]);
+      tail = std::max(tail, transfer + rank[w]);
+    }
+    rank[v] = p.cost_model.op_time(g, *it, dv) + tail;
+  }
+  const std::vector<NodeId> order = by_decreasing_rank(p, rank);
+  std::vector<std::int32_t> priority(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    priority[static_cast<std::size_t>(order[i])] = static_cast<std::int32_t>(n - i);
+  }
+  return priority;
+}
 
 void register_list_scheduling_agents(AgentRegistry& registry) {
   registry.add({"heft",

@@ -5,11 +5,25 @@
 // - `m_etf`: memory-constrained Earliest Task First (Hwang et al., SIAM J. Comput. 1989;
 //   memory constraint as in Baechi, Jeon et al., SoCC 2020): repeatedly schedule the ready
 //   (op, device) pair that starts earliest, among devices with memory left for the op.
+// And critical-path priorities for a placement someone else chose (`gopt simulate
+// --schedule critical_path`).
 #pragma once
+
+#include <cstdint>
+#include <vector>
 
 #include "agents/registry.h"
 
 namespace gopt::agents {
+
+/// Priorities that run the ready op with the longest path to the step's end first, for
+/// `placement` (op -> device): an op's path counts its time on its own device, and a
+/// transfer's uncontended time where a consumer is on another device. Ties go to the op
+/// earlier in topological order. List scheduling by this rank is what HEFT does for its
+/// own placement; applied to any placement, it shows what the order of ready ops costs
+/// beside what the placement does (docs/agents.md, "gnmt_8 and the paper's +21.7%").
+std::vector<std::int32_t> critical_path_priorities(const Problem& p,
+                                                   const std::vector<DeviceId>& placement);
 
 /// Registers `heft` and `m_etf`.
 void register_list_scheduling_agents(AgentRegistry& registry);

@@ -5,6 +5,7 @@
 #include <optional>
 #include <thread>
 
+#include "agents/baselines/list_scheduling.h"
 #include "agents/registry.h"
 #include "core/decision.h"
 #include "simulator/simulator.h"
@@ -90,6 +91,39 @@ TEST(BaselinesTest, ListSchedulersBeatSingleDeviceOnAWideGraph) {
     double t = sim.simulate(d).step_time_s;
     EXPECT_LT(t, single * 0.4) << name << ": " << t << " vs single device " << single;
   }
+}
+
+// Two equal ops ready together on gpu0, `a` first in topological order; only `b` feeds a
+// long op on gpu1. The executor's order runs `a` first and gpu1 waits; critical-path
+// priorities run `b` first.
+TEST(BaselinesTest, CriticalPathPrioritiesRunTheLongestPathFirst) {
+  core::GraphBuilder b("fork");
+  auto in = b.add("in", "Placeholder").output({256, 1024});
+  const double flops = 2.0 * 256 * 1024 * 1024 * 8;
+  auto a = b.add("a", "MatMul").output({256, 1024}).flops(flops);
+  auto bb = b.add("b", "MatMul").output({256, 1024}).flops(flops);
+  auto c = b.add("c", "MatMul").output({256, 1024}).flops(4 * flops);
+  b.connect(in, a);
+  b.connect(in, bb);
+  b.connect(bb, c);
+  testing::ProblemFixture f(std::move(b).build(), "p100x2_pcie");
+  const auto at = [](NodeId v) { return static_cast<std::size_t>(v); };
+  core::Decision d;
+  d.placement = std::vector<DeviceId>(static_cast<std::size_t>(f.compiled.num_nodes()), 0);
+  (*d.placement)[at(c)] = 1;
+  simulator::Simulator sim(f.compiled, f.cluster, f.cost);
+  const double executor_order = sim.simulate(d).step_time_s;
+
+  d.priority = critical_path_priorities(f.problem, *d.placement);
+  const auto& priority = *d.priority;
+  EXPECT_GT(priority[at(bb)], priority[at(a)]);
+  EXPECT_GT(priority[at(in)], priority[at(bb)]);
+  const double critical_path = sim.simulate(d).step_time_s;
+  const double op_a = f.cost.op_time(f.compiled, a, 0);
+  EXPECT_NEAR(executor_order - critical_path, op_a, 1e-3 * op_a)
+      << "gpu1 starts c one op earlier: " << executor_order << " vs " << critical_path;
+  EXPECT_THROW((void)critical_path_priorities(f.problem, std::vector<DeviceId>(2, 0)),
+               std::invalid_argument);
 }
 
 TEST(BaselinesTest, DeterministicForTheSameSeed) {

@@ -1,6 +1,8 @@
 // The gopt executable end to end: exit codes and messages.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <string>
 
 #include "tests/support/run_command.h"
@@ -127,6 +129,27 @@ TEST(CliTest, SimulateWithAnAgent) {
   auto both = run_command(kGopt + " simulate --graph " + kExample +
                           " --hardware p100x2_pcie --agent metis --placement single");
   EXPECT_EQ(both.exit_code, 2);
+}
+
+// --schedule critical_path: the expert's transformer_xl_2 stages in critical-path order
+// wait on each other less than in the executor's order; the output says which order ran.
+TEST(CliTest, SimulateInCriticalPathOrder) {
+  const std::string expert = kGopt +
+                             " simulate --graph transformer_xl_2 --hardware p100x2_pcie"
+                             " --agent human_expert";
+  auto recorded = run_command(expert + " --json");
+  auto reordered = run_command(expert + " --schedule critical_path --json");
+  ASSERT_EQ(recorded.exit_code, 0) << recorded.err;
+  ASSERT_EQ(reordered.exit_code, 0) << reordered.err;
+  const auto step_time = [](const std::string& json) {
+    return nlohmann::json::parse(json).at("step_time_s").get<double>();
+  };
+  EXPECT_LT(step_time(reordered.out), step_time(recorded.out));
+  EXPECT_TRUE(contains(reordered.out, "\"schedule\": \"critical_path\"")) << reordered.out;
+  auto text = run_command(expert + " --schedule critical_path");
+  EXPECT_TRUE(contains(text.out, "schedule:     critical path")) << text.out;
+  auto bad = run_command(expert + " --schedule fastest");
+  EXPECT_EQ(bad.exit_code, 2);
 }
 
 TEST(CliTest, CompareTable) {

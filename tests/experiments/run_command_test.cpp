@@ -18,11 +18,18 @@
 #include <string>
 #include <thread>
 
+#include "agents/baselines/list_scheduling.h"
+#include "core/compiled_graph.h"
 #include "core/errors.h"
+#include "datasets/workload_registry.h"
 #include "experiments/bound_refresh.h"
 #include "experiments/config.h"
 #include "experiments/hdf5_sink.h"
+#include "experiments/reschedule.h"
 #include "experiments/version.h"
+#include "hardware/cost_model.h"
+#include "hardware/profile.h"
+#include "simulator/simulator.h"
 #include "tests/support/files.h"
 #include "tests/support/run_command.h"
 
@@ -382,6 +389,62 @@ TEST(TableCommandTest, RecomputedBoundsRaiseWeakerStoredOnesAndSaySo) {
   ASSERT_EQ(page.exit_code, 0) << page.err;
   EXPECT_TRUE(contains(page.out, "--recompute-bounds` from the results file")) << page.out;
   EXPECT_TRUE(contains(page.out, "> **Note:** Lower bounds recomputed")) << page.out;
+}
+
+// --schedule critical_path: every result's decision re-simulated from the file's config in
+// critical-path order, placement and fusion as recorded; the convergence table left out.
+TEST(TableCommandTest, CriticalPathScheduleReSimulatesEveryDecisionAndSaysSo) {
+  auto dir = temp_dir();
+  const auto config = dir / "order.yaml";
+  std::ofstream(config) << "name: order\nhardware: p100x2_pcie\nseeds: [1]\n"
+                           "workloads: [transformer_xl_2]\nagents: [human_expert, tf_default]\n";
+  const auto out = dir / "order.h5";
+  auto run = run_command(kGopt + " run " + config.string() + " --out " + out.string());
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+
+  const ResultsFile recorded = read_results_file(out);
+  ResultsFile file = read_results_file(out);
+  const Reschedule done = reschedule_critical_path(file);
+  EXPECT_EQ(done.workloads, 1u);
+  EXPECT_EQ(done.results, 2u);
+  ASSERT_EQ(file.results.size(), 2u);
+  datasets::WorkloadRegistry workloads;
+  datasets::register_builtin_workloads(workloads);
+  const auto graph =
+      core::CompiledGraph::compile(datasets::load_graph("transformer_xl_2", workloads));
+  const auto cluster = hardware::load_profile("p100x2_pcie");
+  const auto cost_model = hardware::make_cost_model(cluster);
+  const hardware::CostModel& cost = *cost_model;
+  simulator::Simulator sim(graph, cluster, cost);
+  for (std::size_t i = 0; i < file.results.size(); ++i) {
+    const auto& r = file.results[i];
+    core::Decision d = recorded.results[i].decision;  // tf_default's fusion kept
+    d.priority =
+        agents::critical_path_priorities(agents::Problem{graph, cluster, cost, 0}, *d.placement);
+    EXPECT_DOUBLE_EQ(r.best_step_time_s, sim.simulate(d).step_time_s) << r.key.text();
+    // The expert's stages wait on each other less in critical-path order.
+    EXPECT_LT(r.best_step_time_s, recorded.results[i].best_step_time_s) << r.key.text();
+    EXPECT_EQ(r.device_busy_s.size(), 2u);
+  }
+
+  auto table = run_command(kGopt + " table " + out.string() + " --schedule critical_path");
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_TRUE(contains(table.out, "> **Note:** Step times re-simulated by gopt")) << table.out;
+  EXPECT_TRUE(contains(table.out, "for 2 results on 1 workloads")) << table.out;
+  EXPECT_FALSE(contains(table.out, "## Convergence")) << table.out;
+  auto convergence = run_command(kGopt + " table " + out.string() +
+                                 " --schedule critical_path --table convergence");
+  EXPECT_EQ(convergence.exit_code, 1);
+  EXPECT_TRUE(contains(convergence.err, "recorded learning curves")) << convergence.err;
+  auto bad = run_command(kGopt + " table " + out.string() + " --schedule fifo");
+  EXPECT_NE(bad.exit_code, 0);
+  // A result measured on hardware (gopt validate) ran in its own order.
+  file.results[0].measured_step_time_s = 0.05;
+  EXPECT_THROW((void)reschedule_critical_path(file), core::InputError);
+  file.results[0].measured_step_time_s = -1;
+  // Without a config there is nothing to rebuild the graphs from.
+  file.metadata.config_yaml.clear();
+  EXPECT_THROW((void)reschedule_critical_path(file), core::InputError);
 }
 
 TEST(RunCommandTest, KilledRunLeavesAReadableFileAndResumeCompletesIt) {
