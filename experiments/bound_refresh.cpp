@@ -16,19 +16,31 @@
 
 namespace gopt::experiments {
 
-BoundRefresh recompute_lower_bounds(ResultsFile& file) {
+namespace {
+
+// The file's config, or an InputError saying what cannot be done without one.
+ExperimentConfig file_config(const ResultsFile& file, const std::string& consequence) {
   const auto& m = file.metadata;
   if (m.config_yaml.empty()) {
     throw core::InputError(file.path, "/metadata",
-                           "records no config to rebuild the graphs from; the bounds cannot "
-                           "be recomputed");
+                           "records no config to rebuild the graphs from; " + consequence);
   }
   const auto base = std::filesystem::path(m.config_source).parent_path();
-  const ExperimentConfig config = parse_config(m.config_yaml, file.path + " (its config)", base);
-  const hardware::Cluster cluster = hardware::load_profile(config.hardware);
-  const auto cost = hardware::make_cost_model(cluster);
-  datasets::WorkloadRegistry registry;
-  datasets::register_builtin_workloads(registry);
+  return parse_config(m.config_yaml, file.path + " (its config)", base);
+}
+
+}  // namespace
+
+FileConfigSetup::FileConfigSetup(const ResultsFile& file, const std::string& consequence)
+    : config(file_config(file, consequence)),
+      cluster(hardware::load_profile(config.hardware)),
+      cost(hardware::make_cost_model(cluster)) {
+  datasets::register_builtin_workloads(workloads);
+}
+
+BoundRefresh recompute_lower_bounds(ResultsFile& file) {
+  const FileConfigSetup setup(file, "the bounds cannot be recomputed");
+  const auto& config = setup.config;
 
   std::map<std::string, double> bound;  // by workload label, for the results' workloads
   for (const auto& r : file.results) bound.emplace(r.key.workload, 0.0);
@@ -36,8 +48,8 @@ BoundRefresh recompute_lower_bounds(ResultsFile& file) {
   for (const auto& w : config.workloads) {
     const auto it = bound.find(w.name);
     if (it == bound.end()) continue;
-    const core::CompiledGraph graph = compile_workload(w, registry);
-    it->second = simulator::compute_lower_bounds(graph, cluster, *cost).best_s();
+    const core::CompiledGraph graph = compile_workload(w, setup.workloads);
+    it->second = simulator::compute_lower_bounds(graph, setup.cluster, *setup.cost).best_s();
     ++refresh.workloads;
   }
   std::set<std::string> raised;

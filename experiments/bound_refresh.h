@@ -10,11 +10,36 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <string>
 
+#include "datasets/workload_registry.h"
+#include "experiments/config.h"
 #include "experiments/hdf5_sink.h"
+#include "hardware/cost_model.h"
+#include "hardware/profile.h"
 
 namespace gopt::experiments {
+
+/// What a results file's own config rebuilds: its hardware with the cost model a run uses
+/// (which refers to the cluster, so the setup stays where it was built), and the workload
+/// generators (compile_workload builds a workload's graph from them).
+struct FileConfigSetup {
+  /// The file's config parsed (relative paths from where it was), its hardware loaded.
+  /// Throws core::InputError naming the file when it records no config ("...;
+  /// `consequence`") or when the config or its hardware cannot be loaded.
+  FileConfigSetup(const ResultsFile& file, const std::string& consequence);
+  FileConfigSetup(const FileConfigSetup&) = delete;
+  FileConfigSetup& operator=(const FileConfigSetup&) = delete;
+  FileConfigSetup(FileConfigSetup&&) = delete;
+  FileConfigSetup& operator=(FileConfigSetup&&) = delete;
+  ~FileConfigSetup() = default;
+
+  ExperimentConfig config;
+  hardware::Cluster cluster;
+  std::unique_ptr<hardware::CostModel> cost;
+  datasets::WorkloadRegistry workloads;
+};
 
 /// What recompute_lower_bounds did.
 struct BoundRefresh {

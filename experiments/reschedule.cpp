@@ -1,29 +1,19 @@
 #include "experiments/reschedule.h"
 
-#include <filesystem>
 #include <map>
 #include <vector>
 
 #include "agents/agent.h"
 #include "agents/baselines/list_scheduling.h"
 #include "core/errors.h"
-#include "datasets/workload_registry.h"
-#include "experiments/config.h"
+#include "experiments/bound_refresh.h"
 #include "experiments/runner.h"
 #include "experiments/version.h"
-#include "hardware/cost_model.h"
-#include "hardware/profile.h"
 #include "simulator/simulator.h"
 
 namespace gopt::experiments {
 
 Reschedule reschedule_critical_path(ResultsFile& file) {
-  const auto& m = file.metadata;
-  if (m.config_yaml.empty()) {
-    throw core::InputError(file.path, "/metadata",
-                           "records no config to rebuild the graphs from; the decisions cannot "
-                           "be re-simulated");
-  }
   for (const auto& r : file.results) {
     if (r.measured_step_time_s >= 0) {
       throw core::InputError(file.path, "--schedule",
@@ -32,22 +22,19 @@ Reschedule reschedule_critical_path(ResultsFile& file) {
                                  "its simulated time is not re-scheduled");
     }
   }
-  const auto base = std::filesystem::path(m.config_source).parent_path();
-  const ExperimentConfig config = parse_config(m.config_yaml, file.path + " (its config)", base);
-  const hardware::Cluster cluster = hardware::load_profile(config.hardware);
-  const auto cost = hardware::make_cost_model(cluster);
-  datasets::WorkloadRegistry registry;
-  datasets::register_builtin_workloads(registry);
+  const FileConfigSetup setup(file, "the decisions cannot be re-simulated");
+  const hardware::Cluster& cluster = setup.cluster;
+  const hardware::CostModel& cost = *setup.cost;
 
   std::map<std::string, std::vector<RunResult*>> by_workload;
   for (auto& r : file.results) by_workload[r.key.workload].push_back(&r);
   Reschedule done;
-  for (const auto& w : config.workloads) {
+  for (const auto& w : setup.config.workloads) {
     const auto it = by_workload.find(w.name);
     if (it == by_workload.end()) continue;
-    const core::CompiledGraph graph = compile_workload(w, registry);
-    const agents::Problem problem{graph, cluster, *cost, 0};
-    simulator::Simulator sim(graph, cluster, *cost,
+    const core::CompiledGraph graph = compile_workload(w, setup.workloads);
+    const agents::Problem problem{graph, cluster, cost, 0};
+    simulator::Simulator sim(graph, cluster, cost,
                              simulator::SimulatorOptions().source(file.path + " (" + w.name + ")"));
     for (RunResult* r : it->second) {
       core::Decision decision = r->decision;
