@@ -112,6 +112,17 @@ CLI::Validator positive_number() { return number_at_least(0, false, "POSITIVE");
 
 CLI::Validator non_negative_number() { return number_at_least(0, true, "NON-NEGATIVE"); }
 
+void add_schedule_option(CLI::App& cmd, std::string& schedule) {
+  cmd.add_option("--schedule", schedule,
+                 "recorded: the step times the run recorded; critical_path: re-simulate every "
+                 "result's decision from the file's config with its priorities replaced by "
+                 "critical-path list scheduling on its placement (longest path to the end "
+                 "first), to compare placements apart from the order of ready ops (a note "
+                 "says so; the convergence table is left out)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"recorded", "critical_path"}));
+}
+
 std::unique_ptr<CLI::App> build_cli(CliContext& context) {
   auto app = std::make_unique<CLI::App>(
       "gopt: learned graph optimization for ML compilers (placement, scheduling, fusion),\n"

@@ -51,6 +51,9 @@ struct CliContext {
 /// The same for a number >= 0.
 [[nodiscard]] CLI::Validator non_negative_number();
 
+/// `--schedule recorded|critical_path` of `gopt table` and `gopt report` (reschedule.h).
+void add_schedule_option(CLI::App& cmd, std::string& schedule);
+
 /// Registers `gopt graph ...` (graph_commands.cpp).
 void add_graph_commands(CLI::App& app, CliContext& context);
 

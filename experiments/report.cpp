@@ -1,5 +1,6 @@
 #include "experiments/report.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -133,8 +134,16 @@ std::string render_report(const ResultsFile& file, const ReportOptions& options)
   history_section(out, m);
   out << "\n";
   for (const auto& w : provenance_warnings(file)) out << "> **Warning:** " << w << "\n\n";
-  if (!options.note.empty()) out << "> **Note:** " << options.note << "\n\n";
-  out << render_tables(build_tables(file), TableFormat::kMarkdown);
+  for (const auto& n : options.notes) out << "> **Note:** " << n << "\n\n";
+  auto tables = build_tables(file);
+  tables.erase(std::remove_if(tables.begin(), tables.end(),
+                              [&](const Table& t) {
+                                return std::find(options.omit_tables.begin(),
+                                                 options.omit_tables.end(),
+                                                 t.id) != options.omit_tables.end();
+                              }),
+               tables.end());
+  out << render_tables(tables, TableFormat::kMarkdown);
   if (!m.config_yaml.empty()) {
     out << "\n## Config (resolved)\n\n```yaml\n" << m.config_yaml;
     if (m.config_yaml.back() != '\n') out << "\n";

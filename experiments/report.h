@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "experiments/hdf5_sink.h"
 
@@ -14,8 +15,10 @@ namespace gopt::experiments {
 struct ReportOptions {
   /// The command that makes the page again ("gopt report results/x.h5 --out docs/x.md").
   std::string regenerate;
-  /// A note printed above the tables ("": none), e.g. bound_refresh_note().
-  std::string note;
+  /// Notes printed above the tables, e.g. bound_refresh_note().
+  std::vector<std::string> notes;
+  /// Ids of tables left out (`convergence` when the step times were re-simulated).
+  std::vector<std::string> omit_tables;
 };
 
 /// The page for `file`: a title, the provenance of its first run and of every run into it,

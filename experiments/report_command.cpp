@@ -10,6 +10,7 @@
 #include "experiments/cli.h"
 #include "experiments/hdf5_sink.h"
 #include "experiments/report.h"
+#include "experiments/reschedule.h"
 
 namespace gopt::experiments {
 namespace {
@@ -18,6 +19,7 @@ struct ReportArgs {
   std::string file;
   std::string out;
   bool recompute_bounds = false;
+  std::string schedule = "recorded";  ///< recorded | critical_path
 };
 
 int write_report(const ReportArgs& args, CliContext& ctx) {
@@ -25,8 +27,15 @@ int write_report(const ReportArgs& args, CliContext& ctx) {
   ReportOptions options;
   options.regenerate = "gopt report " + portable_path(args.file) +
                        (args.out.empty() ? "" : " --out " + portable_path(args.out)) +
-                       (args.recompute_bounds ? " --recompute-bounds" : "");
-  if (args.recompute_bounds) options.note = bound_refresh_note(recompute_lower_bounds(file));
+                       (args.recompute_bounds ? " --recompute-bounds" : "") +
+                       (args.schedule == "recorded" ? "" : " --schedule " + args.schedule);
+  if (args.recompute_bounds) {
+    options.notes.push_back(bound_refresh_note(recompute_lower_bounds(file)));
+  }
+  if (args.schedule == "critical_path") {
+    options.notes.push_back(reschedule_note(reschedule_critical_path(file)));
+    options.omit_tables = kRecordedOnlyTables;
+  }
   const std::string page = render_report(file, options);
   if (args.out.empty()) {
     ctx.out << page;
@@ -50,6 +59,7 @@ void add_report_command(CLI::App& app, CliContext& context) {
   cmd->add_flag("--recompute-bounds", args->recompute_bounds,
                 "Recompute each workload's lower bound with this gopt from the file's config "
                 "and use it where it is tighter than the stored one (the page says so)");
+  add_schedule_option(*cmd, args->schedule);
   cmd->callback([&context, args] {
     context.action = [&context, args] { return write_report(*args, context); };
   });

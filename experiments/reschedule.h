@@ -12,10 +12,15 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "experiments/hdf5_sink.h"
 
 namespace gopt::experiments {
+
+/// Tables that read the recorded learning curves, which a re-simulation does not change:
+/// left out of re-simulated tables and pages.
+inline const std::vector<std::string> kRecordedOnlyTables = {"convergence"};
 
 /// What reschedule_critical_path did.
 struct Reschedule {

@@ -27,10 +27,12 @@ struct TableArgs {
 
 int print_tables(const TableArgs& args, CliContext& ctx) {
   const bool rescheduled = args.schedule == "critical_path";
-  if (rescheduled && args.table == "convergence") {
+  if (rescheduled && std::find(kRecordedOnlyTables.begin(), kRecordedOnlyTables.end(),
+                               args.table) != kRecordedOnlyTables.end()) {
     throw core::InputError(args.file, "--table",
-                           "the convergence table reads the recorded learning curves; "
-                           "--schedule critical_path re-simulates only the final decisions");
+                           "the " + args.table +
+                               " table reads the recorded learning curves; --schedule "
+                               "critical_path re-simulates only the final decisions");
   }
   ResultsFile file = read_results_file(args.file);
   std::vector<std::string> notes;
@@ -39,7 +41,11 @@ int print_tables(const TableArgs& args, CliContext& ctx) {
   auto tables = build_tables(file);
   if (rescheduled) {
     tables.erase(std::remove_if(tables.begin(), tables.end(),
-                                [](const Table& t) { return t.id == "convergence"; }),
+                                [](const Table& t) {
+                                  return std::find(kRecordedOnlyTables.begin(),
+                                                   kRecordedOnlyTables.end(),
+                                                   t.id) != kRecordedOnlyTables.end();
+                                }),
                  tables.end());
   }
   if (!args.table.empty()) {
@@ -90,14 +96,7 @@ void add_table_command(CLI::App& app, CliContext& context) {
   cmd->add_flag("--recompute-bounds", args->recompute_bounds,
                 "Recompute each workload's lower bound with this gopt from the file's config "
                 "and use it where it is tighter than the stored one (a note says so)");
-  cmd->add_option("--schedule", args->schedule,
-                  "recorded: the step times the run recorded; critical_path: re-simulate every "
-                  "result's decision from the file's config with its priorities replaced by "
-                  "critical-path list scheduling on its placement (longest path to the end "
-                  "first), to compare placements apart from the order of ready ops (a note "
-                  "says so; the convergence table is left out)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"recorded", "critical_path"}));
+  add_schedule_option(*cmd, args->schedule);
   cmd->add_option("--table", args->table,
                   "Print one table: placement, generalization, multitask or validation");
   cmd->callback([&context, args] {
