@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <set>
@@ -11,6 +13,7 @@
 #include "agents/registry.h"
 #include "core/errors.h"
 #include "core/strings.h"
+#include "experiments/config.h"
 #include "experiments/report.h"
 
 namespace gopt::experiments {
@@ -146,6 +149,56 @@ std::string workloads_only_in(const AblationSide& side, const AblationSide& othe
   return only.empty() ? "none" : core::join(only);
 }
 
+// The config `agent`'s results in `file` ran under: the file's first, or a later run's
+// from its history (a resume with another config), found by the results' config hash;
+// "" when the file records none that matches.
+std::string config_of(const ResultsFile& file, const std::string& agent) {
+  const auto r = std::find_if(file.results.begin(), file.results.end(),
+                              [&](const RunResult& x) { return x.key.agent == agent; });
+  const auto& m = file.metadata;
+  if (r == file.results.end() || m.config_yaml.empty()) return "";
+  const std::string& hash = r->provenance.config_hash;
+  if (m.provenance.config_hash == hash) return m.config_yaml;
+  for (const auto& run : m.history) {
+    if (run.provenance.config_hash == hash) {
+      return run.config_yaml.empty() ? m.config_yaml : run.config_yaml;
+    }
+  }
+  return "";
+}
+
+// The validation graphs of the config `agent` ran under (workloads marked
+// pretrain_validation, on which a pretraining picks its checkpoint), each as "name (graph,
+// key=value ...)"; nullopt when the file records no such config, or one this gopt no
+// longer reads (an older run's).
+std::optional<std::set<std::string>> validation_graphs(const ResultsFile& file,
+                                                       const std::string& agent) {
+  const std::string yaml = config_of(file, agent);
+  if (yaml.empty()) return std::nullopt;
+  ExperimentConfig config;
+  try {
+    config = parse_config(yaml, file.path + " (its config)",
+                          std::filesystem::path(file.metadata.config_source).parent_path());
+  } catch (const core::InputError&) {
+    return std::nullopt;  // the page stays without the row, as for a file without a config
+  }
+  std::set<std::string> graphs;
+  for (const auto& w : config.workloads) {
+    if (!w.pretrain_validation) continue;
+    std::string text = w.name + " (" + w.graph;
+    for (const auto& [key, value] : w.overrides) text += ", " + key + "=" + value;
+    graphs.insert(text + ")");
+  }
+  return graphs;
+}
+
+// The members of `a` not in `b`, joined ("none" when there are none).
+std::string only_in(const std::set<std::string>& a, const std::set<std::string>& b) {
+  std::vector<std::string> only;
+  std::set_difference(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(only));
+  return only.empty() ? "none" : core::join(only);
+}
+
 // The provenance rows of the options that differ: the agents', then their upstream agents'
 // pair by pair (an upstream agent only one side has is named, with nothing to compare).
 // Each is followed by the options one side records only at their defaults, if any.
@@ -192,6 +245,14 @@ std::string option_rows(const AblationSide& with, const AblationSide& without,
     if (only_with != "none" || only_without != "none") {
       rows << "| workloads of " << label << " only one side has | " << only_with << " | "
            << only_without << " |\n";
+    }
+    // So does one that picked its checkpoint on other graphs.
+    const auto validation_with = validation_graphs(*with.file, a[i]);
+    const auto validation_without = validation_graphs(*without.file, b[i]);
+    if (validation_with && validation_without && *validation_with != *validation_without) {
+      rows << "| validation graphs of " << label << " only one side has | "
+           << only_in(*validation_with, *validation_without) << " | "
+           << only_in(*validation_without, *validation_with) << " |\n";
     }
   }
   return rows.str();

@@ -55,7 +55,8 @@ void add_ablation_command(CLI::App& app, CliContext& context) {
       "Compare an agent with a change against one without it (markdown): mean step time per\n"
       "workload over the seeds both results files have, the change of the means and seed by\n"
       "seed, the options that differ (also those of the agents whose output it reads:\n"
-      "go_finetune's go_pretrain) and the workloads such an agent ran on only one side");
+      "go_finetune's go_pretrain), the workloads such an agent ran on only one side and the\n"
+      "validation graphs only one side's config gave it");
   cmd->add_option("with", args->with, "Results file (HDF5) of the runs with the change")
       ->required();
   cmd->add_option("without", args->without,

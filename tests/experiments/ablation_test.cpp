@@ -145,12 +145,25 @@ TEST(AblationTest, ComparesCommonSeedsPerWorkloadAndSaysWhatDiffers) {
 
 // A transfer-learning file: go_pretrain (pretraining with `unit_gate`) then go_finetune,
 // which reads its policy unless `checkpoint` names a file of its own.
+// A transfer experiment's config whose pretraining picks its checkpoint on a GNMT of
+// `validation_layers` layers.
+std::string transfer_config(int validation_layers) {
+  const std::string layers = std::to_string(validation_layers);
+  return "name: transfer_fixture\ntable: generalization\nhardware: p100x4_pcie\nseeds: [1]\n"
+         "workloads:\n  - gnmt_4\n  - {graph: gnmt_8, name: gnmt_" +
+         layers + ", set: {layers: " + layers +
+         "}, pretrain_validation: true}\n"
+         "  - {graph: gnmt_8, held_out: true}\nagents: [go_pretrain, go_finetune]\n";
+}
+
 void write_transfer_file(const std::filesystem::path& path, const std::string& unit_gate,
                          const std::string& checkpoint = "",
-                         const std::string& second_training_graph = "") {
+                         const std::string& second_training_graph = "",
+                         const std::string& config_yaml = "") {
   Hdf5Sink sink(path);
   RunMetadata m;
   m.experiment = "transfer_fixture";
+  m.config_yaml = config_yaml;
   sink.begin(m);
   RunResult pretrain;
   pretrain.key = {"gnmt_4", "go_pretrain", 1};
@@ -222,6 +235,20 @@ TEST(AblationTest, ComparesTheOptionsOfThePretrainingAFineTuningReads) {
       << graphs;
   EXPECT_TRUE(contains(graphs, "| workloads of go_pretrain only one side has | gnmt_6 | none |"))
       << graphs;
+  // And one that picked its checkpoint on another validation graph.
+  write_transfer_file(dir / "v6.h5", "false", "", "", transfer_config(6));
+  write_transfer_file(dir / "v7.h5", "false", "", "", transfer_config(7));
+  const ResultsFile v6 = read_results_file(dir / "v6.h5");
+  const ResultsFile v7 = read_results_file(dir / "v7.h5");
+  const std::string validation =
+      render_ablation({&v7, "go_finetune", upstream}, {&v6, "go_finetune", upstream}, "x");
+  EXPECT_TRUE(contains(validation,
+                       "| validation graphs of go_pretrain only one side has | "
+                       "gnmt_7 (gnmt_8, layers=7) | gnmt_6 (gnmt_8, layers=6) |"))
+      << validation;
+  EXPECT_FALSE(
+      contains(render_ablation({&v6, "go_finetune", upstream}, {&v6, "go_finetune", upstream}, "x"),
+               "validation graphs"));
 
   // The command finds the pretraining agent itself.
   auto cli = gopt::testing::run_command(kGopt + " ablation " + (dir / "gate.h5").string() + " " +
