@@ -151,6 +151,10 @@ class AnnealingAgent final : public Agent {
     if (!d.placement) d.placement = std::vector<DeviceId>(n, 0);
     if (options_.search_priority && !d.priority) d.priority = std::vector<std::int32_t>(n, 0);
     if (options_.search_fusion && !d.fusion) d.fusion = std::vector<std::int32_t>(n, 0);
+    // A part it does not search is not its to decide: a placement search that started from
+    // HEFT's decision would otherwise keep HEFT's schedule against placement-only agents.
+    if (!options_.search_priority) d.priority.reset();
+    if (!options_.search_fusion) d.fusion.reset();
   }
 
   // Colocation groups, layers and scope units as lists of ops, for whole-unit moves.
