@@ -2,7 +2,8 @@
 // --recompute-bounds`. Each result stores the bound of the gopt that ran it
 // (simulator/lower_bounds.h); a later gopt may prove a tighter one. Every bound is valid,
 // so each result's bound becomes the larger of the stored one and the one this build
-// computes from the file's own config (its hardware and workloads).
+// computes from the file's own config (its hardware and workloads). FileConfigSetup is
+// that rebuild, which reschedule.h's re-simulation shares.
 //
 //   ResultsFile file = read_results_file("results/table1_placement.h5");
 //   const BoundRefresh refreshed = recompute_lower_bounds(file);

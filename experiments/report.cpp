@@ -1,6 +1,5 @@
 #include "experiments/report.h"
 
-#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -136,13 +135,7 @@ std::string render_report(const ResultsFile& file, const ReportOptions& options)
   for (const auto& w : provenance_warnings(file)) out << "> **Warning:** " << w << "\n\n";
   for (const auto& n : options.notes) out << "> **Note:** " << n << "\n\n";
   auto tables = build_tables(file);
-  tables.erase(std::remove_if(tables.begin(), tables.end(),
-                              [&](const Table& t) {
-                                return std::find(options.omit_tables.begin(),
-                                                 options.omit_tables.end(),
-                                                 t.id) != options.omit_tables.end();
-                              }),
-               tables.end());
+  remove_tables(tables, options.omit_tables);
   out << render_tables(tables, TableFormat::kMarkdown);
   if (!m.config_yaml.empty()) {
     out << "\n## Config (resolved)\n\n```yaml\n" << m.config_yaml;

@@ -40,13 +40,7 @@ int print_tables(const TableArgs& args, CliContext& ctx) {
   if (rescheduled) notes.push_back(reschedule_note(reschedule_critical_path(file)));
   auto tables = build_tables(file);
   if (rescheduled) {
-    tables.erase(std::remove_if(tables.begin(), tables.end(),
-                                [](const Table& t) {
-                                  return std::find(kRecordedOnlyTables.begin(),
-                                                   kRecordedOnlyTables.end(),
-                                                   t.id) != kRecordedOnlyTables.end();
-                                }),
-                 tables.end());
+    remove_tables(tables, kRecordedOnlyTables);
   }
   if (!args.table.empty()) {
     std::vector<Table> chosen;

@@ -95,6 +95,14 @@ void render_markdown(const Table& t, std::ostream& out) {
 
 }  // namespace
 
+void remove_tables(std::vector<Table>& tables, const std::vector<std::string>& ids) {
+  tables.erase(std::remove_if(tables.begin(), tables.end(),
+                              [&](const Table& t) {
+                                return std::find(ids.begin(), ids.end(), t.id) != ids.end();
+                              }),
+               tables.end());
+}
+
 std::vector<Table> build_tables(const ResultsFile& file) {
   std::vector<Table> out;
   tables::Grid g = tables::arrange(file);

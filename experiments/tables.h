@@ -29,6 +29,9 @@ struct Table {
 /// a cell is "OOM" when every seed ran out of memory.
 [[nodiscard]] std::vector<Table> build_tables(const ResultsFile& file);
 
+/// Removes the tables whose id is among `ids`.
+void remove_tables(std::vector<Table>& tables, const std::vector<std::string>& ids);
+
 /// What a reader must know about where the rows came from, one sentence each: that they
 /// mix git revisions (each with its count of rows), and for each agent label whose rows
 /// mix training budgets, which budgets. Empty when every row comes from one revision and
