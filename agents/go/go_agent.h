@@ -57,6 +57,11 @@ enum class Granularity { kPolicy, kUnit, kBest };
 /// graph with fewer units than the cluster has devices, where whole units leave devices idle.
 enum class WeightGradientUnits { kOff, kAlways, kFewerUnitsThanDevices };
 
+/// The order ready ops run in when the agent decides no priorities (GoOptions::order): the
+/// executor's (topological rank, the paper's setting) or critical-path list scheduling on
+/// each placement (agents::critical_path_priorities, a system with a smarter scheduler).
+enum class ExecutorOrder { kExecutor, kCriticalPath };
+
 /// Every option of the GO agents. The defaults are go_one's, the options `gopt run` gives
 /// go_one when a config sets none; the other GO agents start from them and change what
 /// differs (go_agent_defaults, go_registration.h).
@@ -107,6 +112,8 @@ struct GoOptions {
   /// graph with fewer units than devices (docs/agents.md "PPO", decision units). Off: each
   /// layer is one unit with its gradients.
   WeightGradientUnits weight_gradient_units = WeightGradientUnits::kOff;
+  /// Order of ready ops when the policy decides no priorities (ExecutorOrder).
+  ExecutorOrder order = ExecutorOrder::kExecutor;
   /// Where the policy network runs (resolve_compute_device): auto (a GPU when LibTorch has
   /// CUDA and sees one, else the CPU), cpu or cuda. PPO's sampling and objective and the
   /// simulator stay on the CPU.

@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "agents/baselines/list_scheduling.h"
 #include "agents/baselines/tf_default.h"
 #include "agents/placement_utils.h"
 
@@ -50,12 +51,21 @@ core::Decision placement_decision(const torch::Tensor& devices_by_position,
 }
 
 core::Decision task_decision(const TaskActions& actions, const GraphTensors& tensors,
-                             const core::CompiledGraph& graph, const DecisionBase& base) {
+                             const Problem& problem, const DecisionBase& base) {
+  const core::CompiledGraph& graph = problem.graph;
   core::Decision d = actions.placement.defined()
                          ? placement_decision(actions.placement, tensors, graph)
                          : core::Decision{base.decision.placement, std::nullopt, std::nullopt};
-  d.priority =
-      actions.priority.defined() ? by_node(actions.priority, tensors) : base.decision.priority;
+  if (actions.priority.defined()) {
+    d.priority = by_node(actions.priority, tensors);
+  } else if (base.critical_path_order) {
+    d.priority = critical_path_priorities(
+        problem, d.placement
+                     ? *d.placement
+                     : std::vector<DeviceId>(static_cast<std::size_t>(graph.num_nodes()), 0));
+  } else {
+    d.priority = base.decision.priority;
+  }
   if (actions.fusion.defined()) {
     d.fusion = by_node(actions.fusion, tensors);
   } else if (base.xla_fusion) {
@@ -73,7 +83,7 @@ core::Decision greedy_decision(GoPolicy& policy, const GraphTensors& tensors,
   auto out = policy->forward(tensors, problem.num_devices());
   TaskActions actions;
   for (auto task : enabled_tasks(policy->options)) actions.of(task) = out.of(task).argmax(1);
-  return task_decision(actions, tensors, problem.graph, base);
+  return task_decision(actions, tensors, problem, base);
 }
 
 std::int64_t exploration_block_size(std::int64_t block, std::int64_t n, std::int64_t devices) {

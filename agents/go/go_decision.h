@@ -21,6 +21,9 @@ struct DecisionBase {
   /// Fusion not decided: XLA-style rule-based fusion (agents/baselines/tf_default.h) for the
   /// decision's placement instead of `decision.fusion`.
   bool xla_fusion = false;
+  /// Priorities not decided: critical-path priorities (agents/baselines/list_scheduling.h)
+  /// for the decision's placement instead of `decision.priority`.
+  bool critical_path_order = false;
 };
 
 /// Per-task actions, by topological position ([N] int64; undefined: not decided).
@@ -42,8 +45,7 @@ struct TaskActions {
 /// colocation applied, priority levels as priorities, fusion levels as fusion priorities),
 /// the others from `base`.
 [[nodiscard]] core::Decision task_decision(const TaskActions& actions, const GraphTensors& tensors,
-                                           const core::CompiledGraph& graph,
-                                           const DecisionBase& base);
+                                           const Problem& problem, const DecisionBase& base);
 
 /// The greedy (argmax) decision of `policy` for `problem`.
 [[nodiscard]] core::Decision greedy_decision(GoPolicy& policy, const GraphTensors& tensors,

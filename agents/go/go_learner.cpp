@@ -83,6 +83,7 @@ void GoLearner::remember(const Problem& problem, core::Decision decision) {
 
 DecisionBase GoLearner::base_for(const Problem& problem) const {
   DecisionBase base = options_.base ? options_.base(problem) : DecisionBase{};
+  base.critical_path_order = options_.order == ExecutorOrder::kCriticalPath;
   if (base.xla_fusion && !policy_options().place()) {
     // The placement is fixed, so is its rule-based fusion: form it once, not per sample.
     const auto& placement = base.decision.placement;

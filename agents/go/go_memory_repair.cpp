@@ -187,7 +187,7 @@ core::Decision memory_fitting_decision(GoPolicy& policy, const GraphTensors& ten
   TaskActions actions;
   for (auto task : enabled_tasks(policy->options)) actions.of(task) = out.of(task).argmax(1);
   MemoryRepair repair;
-  core::Decision greedy = task_decision(actions, tensors, problem.graph, base);
+  core::Decision greedy = task_decision(actions, tensors, problem, base);
   ++repair.simulations;
   repair.fits = !env.evaluate(greedy).oom;
   if (repair.fits || !actions.placement.defined() || max_repairs <= 0) {
@@ -207,7 +207,7 @@ core::Decision memory_fitting_decision(GoPolicy& policy, const GraphTensors& ten
     fix.rebalance();
     TaskActions repaired = actions;
     repaired.placement = torch::tensor(fix.choice(), torch::kLong);
-    core::Decision decision = task_decision(repaired, tensors, problem.graph, base);
+    core::Decision decision = task_decision(repaired, tensors, problem, base);
     ++repair.simulations;
     if (!env.evaluate(decision).oom) {
       repair.fits = true;

@@ -53,7 +53,7 @@ core::Decision sample_decision(const PpoTask& task, const GoPolicyOptions& polic
     sample.of(t) = actions.of(t).select(1, s);
     if (per_unit(policy, t)) sample.of(t) = sample.of(t).index_select(0, g.unit);
   }
-  return task_decision(sample, g, task.env->problem().graph, task.base);
+  return task_decision(sample, g, task.env->problem(), task.base);
 }
 
 // Simulates the batch's greedy decision (for the best so far, not trained on) and its
@@ -68,7 +68,7 @@ void score(PpoTask& task, PpoBatch& batch, const GoPolicyOptions& policy, const 
   const auto evaluations = evaluate_shared(
       *task.env, first + k,
       [&](std::int64_t i) {
-        return i < first ? task_decision(batch.greedy, g, task.env->problem().graph, task.base)
+        return i < first ? task_decision(batch.greedy, g, task.env->problem(), task.base)
                          : sample_decision(task, policy, batch.actions, i - first);
       },
       group);

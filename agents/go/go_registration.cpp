@@ -184,8 +184,28 @@ Fields device_field() {
                                                          {"cuda", ComputeDevice::kCuda}});
 }
 
+// The order of ready ops when the policy decides no priorities.
+Fields order_field() {
+  return Fields()
+      .choice("order", &GoOptions::order,
+              "order of ready ops when the agent decides no priorities: executor (topological "
+              "rank, TensorFlow's and the paper's) or critical_path (critical-path list "
+              "scheduling on each placement it samples, which its decisions then carry)",
+              std::vector<std::pair<std::string, ExecutorOrder>>{
+                  {"executor", ExecutorOrder::kExecutor},
+                  {"critical_path", ExecutorOrder::kCriticalPath}})
+      .rule("order", [](const GoOptions& g) -> std::string {
+        if (g.order == ExecutorOrder::kExecutor || !g.policy.schedule()) return "";
+        return "this agent decides priorities itself (expected executor)";
+      });
+}
+
 Fields trained_policy_fields() {
-  return policy_fields().append(ppo_fields()).append(policy_ppo_rules()).append(device_field());
+  return policy_fields()
+      .append(ppo_fields())
+      .append(policy_ppo_rules())
+      .append(device_field())
+      .append(order_field());
 }
 
 Fields pretrain_fields() {

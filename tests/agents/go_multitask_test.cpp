@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "agents/baselines/list_scheduling.h"
 #include "agents/baselines/tf_default.h"
 #include "agents/decision_utils.h"
 #include "agents/go/go_agent.h"
@@ -90,7 +91,8 @@ TEST(GoMultitaskPolicyTest, LaterTasksSeeEarlierDecisions) {
 
 TEST(GoMultitaskDecisionTest, ActionsBecomeDecisionFieldsAndTheRestKeepTheBase) {
   auto t = gopt::testing::fusion_task_graph(4);  // x, op0..op3, sum
-  auto graph = core::CompiledGraph::compile(t.graph);
+  testing::ProblemFixture f(t.graph, "p100x2_pcie");
+  const auto& graph = f.compiled;
   auto tensors = make_graph_tensors(graph);
   const auto n = tensors.num_nodes;
   DecisionBase base;
@@ -99,7 +101,7 @@ TEST(GoMultitaskDecisionTest, ActionsBecomeDecisionFieldsAndTheRestKeepTheBase) 
 
   TaskActions actions;  // by topological position: fusion level = position % 3
   actions.fusion = torch::arange(n, torch::kLong).remainder(3);
-  auto d = task_decision(actions, tensors, graph, base);
+  auto d = task_decision(actions, tensors, f.problem, base);
   EXPECT_EQ(d.placement, base.decision.placement);
   EXPECT_EQ(d.priority, base.decision.priority);
   ASSERT_TRUE(d.fusion.has_value());
@@ -113,10 +115,19 @@ TEST(GoMultitaskDecisionTest, ActionsBecomeDecisionFieldsAndTheRestKeepTheBase) 
   base.xla_fusion = true;
   actions = TaskActions();
   actions.placement = torch::zeros({n}, torch::kLong);
-  d = task_decision(actions, tensors, graph, base);
+  d = task_decision(actions, tensors, f.problem, base);
   EXPECT_EQ(d.placement, std::vector<core::DeviceId>(static_cast<std::size_t>(n), 0));
   EXPECT_EQ(d.fusion, xla_fusion_priorities(graph, d.placement->data(), XlaFusionOptions()));
   EXPECT_EQ(d.priority, base.decision.priority);
+
+  // Priorities not decided in critical-path order (GoOptions::order): those of the
+  // decision's own placement, not the base's.
+  base.critical_path_order = true;
+  actions.placement = torch::arange(n, torch::kLong).remainder(2);
+  d = task_decision(actions, tensors, f.problem, base);
+  ASSERT_TRUE(d.priority.has_value());
+  EXPECT_NE(d.priority, base.decision.priority);
+  EXPECT_EQ(d.priority, critical_path_priorities(f.problem, *d.placement));
 }
 
 TEST(GoMultitaskDecisionTest, SampledJointDecisionsAreValid) {
@@ -152,7 +163,7 @@ TEST(GoMultitaskDecisionTest, SampledJointDecisionsAreValid) {
     a.placement = torch::randint(4, {tensors.num_nodes}, gen, torch::kLong);
     a.priority = torch::randint(5, {tensors.num_nodes}, gen, torch::kLong);
     a.fusion = torch::randint(3, {tensors.num_nodes}, gen, torch::kLong);
-    auto d = task_decision(a, tensors, f.compiled, DecisionBase());
+    auto d = task_decision(a, tensors, f.problem, DecisionBase());
     EXPECT_NO_THROW(core::validate_decision(d, f.compiled.num_nodes(), 4));
     EXPECT_EQ(fused_group_problem(f.compiled, d), "") << "draw " << i;
   }

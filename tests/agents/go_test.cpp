@@ -14,6 +14,7 @@
 #include <set>
 #include <thread>
 
+#include "agents/baselines/list_scheduling.h"
 #include "agents/compute_threads.h"
 #include "agents/cpu_numerics.h"
 #include "agents/go/go_agent.h"
@@ -897,6 +898,35 @@ TEST(GoAgentTest, SameSeedSameRun) {
   auto b = run();
   EXPECT_EQ(a.first, b.first);
   EXPECT_EQ(a.second, b.second);
+}
+
+// order: critical_path: every placement GO-one samples runs in critical-path order, and its
+// decision carries those priorities; an agent that decides priorities itself refuses it.
+TEST(GoAgentTest, CriticalPathOrderGivesEverySampledPlacementItsPriorities) {
+  testing::ProblemFixture f(testing::parallel_chains(3, 4, /*join=*/true), "p100x4_pcie", 2);
+  AgentRegistry r;
+  register_builtin_agents(r);
+  auto agent = r.create(
+      "go_one",
+      {{"hidden", "16"}, {"segment_length", "4"}, {"seed", "9"}, {"order", "critical_path"}});
+  Environment env(f.problem);
+  agent->train(env, TrainBudget().with_steps(3), nullptr);
+  const core::Decision best = env.best_decision();
+  ASSERT_TRUE(best.placement.has_value());
+  ASSERT_TRUE(best.priority.has_value());
+  EXPECT_EQ(*best.priority, critical_path_priorities(f.problem, *best.placement));
+  const core::Decision proposed = agent->propose(f.problem);
+  ASSERT_TRUE(proposed.priority.has_value());
+  EXPECT_EQ(*proposed.priority, critical_path_priorities(f.problem, *proposed.placement));
+  // The executor's order (the default) leaves the priorities to the executor.
+  auto plain = r.create("go_one", {{"hidden", "16"}, {"segment_length", "4"}, {"seed", "9"}});
+  Environment plain_env(f.problem);
+  plain->train(plain_env, TrainBudget().with_steps(1), nullptr);
+  EXPECT_FALSE(plain_env.best_decision().priority.has_value());
+  const auto message = gopt::testing::error_of([&] {
+    (void)r.create("go_scheduling", {{"order", "critical_path"}}, "exp.yaml");
+  });
+  EXPECT_NE(message.find("decides priorities itself"), std::string::npos) << message;
 }
 
 // Zero-shot's memory repair: every op of rnnlm_4 pushed onto device 0 by a prior runs out
