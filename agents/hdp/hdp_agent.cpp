@@ -9,6 +9,7 @@
 #include <limits>
 #include <sstream>
 
+#include "agents/baselines/list_scheduling.h"
 #include "agents/hdp/hdp_model.h"
 #include "agents/learner_group.h"
 #include "agents/option_fields.h"
@@ -291,6 +292,7 @@ class HdpAgent final : public Agent {
     apply_colocation(problem.graph, placement);
     core::Decision d;
     d.placement = std::move(placement);
+    if (options_.critical_path_order) d.priority = critical_path_priorities(problem, *d.placement);
     return d;
   }
 
@@ -360,6 +362,12 @@ void register_hdp(AgentRegistry& registry) {
                   0, 1000)
           .number("grouper_logit_scale", &H::grouper_logit_scale,
                   "the grouper's logits times this: sharper groups from the first update", 0, 1000)
+          .choice("order", &H::critical_path_order,
+                  "order of ready ops: executor (topological rank, TensorFlow's) or "
+                  "critical_path (critical-path list scheduling on each placement it samples, "
+                  "which its decision then carries)",
+                  std::vector<std::pair<std::string, bool>>{{"executor", false},
+                                                            {"critical_path", true}})
           .seed(&H::seed);
   AgentInfo info = describe_agent(
       "hdp",

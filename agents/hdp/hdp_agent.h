@@ -55,6 +55,9 @@ struct HdpOptions {
   double layer_feature_weight = 0;
   /// The grouper's logits times this (1: as the network computes them).
   double grouper_logit_scale = 1.0;
+  /// Every placement runs in critical-path order (agents::critical_path_priorities), which
+  /// its decisions carry: HDP for an executor that orders ready ops so (GO's `order`).
+  bool critical_path_order = false;
   std::uint64_t seed = 0;  ///< mixed with the problem seed
 };
 

@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 
+#include "agents/baselines/list_scheduling.h"
 #include "agents/option_fields.h"
 #include "agents/placement_utils.h"
 #include "core/rng.h"
@@ -90,6 +91,7 @@ class AnnealingAgent final : public Agent {
       auto agent = starters.create(name);
       core::Decision d = agent->propose(problem);
       complete(d, g);
+      order(d, problem);
       const Evaluation e = env.evaluate(d);
       record(e);
       if (cost_of(e) < current_cost) {
@@ -118,6 +120,7 @@ class AnnealingAgent final : public Agent {
       const double temperature = t0 > 0 ? t0 * std::pow(t1 / t0, progress) : 0.0;
       core::Decision candidate = current;
       move(candidate, problem, rng);
+      order(candidate, problem);
       const Evaluation e = env.evaluate(candidate);
       record(e);
       const double cost = cost_of(e);
@@ -155,6 +158,13 @@ class AnnealingAgent final : public Agent {
     // HEFT's decision would otherwise keep HEFT's schedule against placement-only agents.
     if (!options_.search_priority) d.priority.reset();
     if (!options_.search_fusion) d.fusion.reset();
+  }
+
+  // With critical_path_order, the priorities of `d`'s placement (after every move).
+  void order(core::Decision& d, const Problem& problem) const {
+    if (options_.critical_path_order && !options_.search_priority) {
+      d.priority = critical_path_priorities(problem, *d.placement);
+    }
   }
 
   // Colocation groups, layers and scope units as lists of ops, for whole-unit moves.
@@ -301,7 +311,18 @@ void register_annealing(AgentRegistry& registry) {
                    0, 1e9)
           .number("oom_factor", &A::oom_factor,
                   "an out-of-memory decision costs its step time times this", 1, 1e6)
+          .choice("order", &A::critical_path_order,
+                  "order of ready ops without the scheduling task: executor (topological rank, "
+                  "TensorFlow's) or critical_path (critical-path list scheduling on each "
+                  "placement it simulates, which its decision then carries)",
+                  std::vector<std::pair<std::string, bool>>{{"executor", false},
+                                                            {"critical_path", true}})
           .seed(&A::seed)
+          .rule("order",
+                [](const A& a) -> std::string {
+                  if (!a.critical_path_order || !a.search_priority) return "";
+                  return "the scheduling task decides priorities itself (expected executor)";
+                })
           .rule("final_temperature", [](const A& a) -> std::string {
             if (a.final_temperature <= a.initial_temperature) return "";
             return "expected at most initial_temperature (" +

@@ -54,6 +54,10 @@ struct AnnealingOptions {
   std::int64_t restart_after = 0;
   /// Step time charged to a decision that runs out of memory: its simulated time times this.
   double oom_factor = 10.0;
+  /// Without the scheduling task: every placement runs in critical-path order
+  /// (agents::critical_path_priorities), the search for a system whose executor orders
+  /// ready ops so, instead of the executor's order (GO's `order` option).
+  bool critical_path_order = false;
   std::uint64_t seed = 0;  ///< mixed with the problem seed
 };
 

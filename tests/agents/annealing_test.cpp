@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "agents/baselines/list_scheduling.h"
 #include "agents/decision_utils.h"
 #include "agents/placement_utils.h"
 #include "core/errors.h"
@@ -229,6 +230,22 @@ TEST(AnnealingTest, OptionsAreChecked) {
   EXPECT_THROW((void)create({{"starts", "hdp"}}), core::InputError);  // a learner
   EXPECT_THROW((void)create({{"tasks", "placement,pruning"}}), core::InputError);
   EXPECT_THROW((void)create({{"samples_per_step", "0"}}), core::InputError);
+  EXPECT_THROW((void)create({{"tasks", "placement,scheduling"}, {"order", "critical_path"}}),
+               core::InputError);
+}
+
+// order: critical_path: every placement it simulates runs in critical-path order, and its
+// decision carries those priorities.
+TEST(AnnealingTest, CriticalPathOrderGivesEveryPlacementItsPriorities) {
+  ProblemFixture f(parallel_chains(4, 6, /*join=*/true), "p100x4_pcie");
+  auto agent = create({{"order", "critical_path"}, {"seed", "2"}});
+  Environment env(f.problem);
+  agent->train(env, TrainBudget().with_steps(2), nullptr);
+  const core::Decision d = agent->propose(f.problem);
+  ASSERT_TRUE(d.placement.has_value());
+  ASSERT_TRUE(d.priority.has_value());
+  EXPECT_EQ(*d.priority, critical_path_priorities(f.problem, *d.placement));
+  EXPECT_EQ(env.best_decision().priority, d.priority);
 }
 
 }  // namespace

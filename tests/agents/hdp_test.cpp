@@ -4,6 +4,7 @@
 #include <map>
 #include <string>
 
+#include "agents/baselines/list_scheduling.h"
 #include "agents/registry.h"
 #include "tests/agents/agents_test_util.h"
 
@@ -156,6 +157,24 @@ TEST(HdpTest, ProposeWithoutTrainingIsValid) {
   auto d = r.create("hdp")->propose(f.problem);
   ASSERT_TRUE(d.placement.has_value());
   EXPECT_NO_THROW(core::validate_decision(d, f.problem.num_nodes(), f.problem.num_devices()));
+}
+
+// order: critical_path: every placement it samples runs in critical-path order, and its
+// decision carries those priorities.
+TEST(HdpTest, CriticalPathOrderGivesEverySampledPlacementItsPriorities) {
+  testing::ProblemFixture f(parallel_chains(2, 8, /*join=*/true), "p100x2_pcie", 5);
+  AgentRegistry r;
+  register_builtin_agents(r);
+  auto agent = r.create("hdp", {{"order", "critical_path"}});
+  Environment env(f.problem);
+  agent->train(env, TrainBudget().with_steps(2), nullptr);
+  const core::Decision best = env.best_decision();
+  ASSERT_TRUE(best.priority.has_value());
+  EXPECT_EQ(*best.priority, critical_path_priorities(f.problem, *best.placement));
+  const core::Decision proposed = agent->propose(f.problem);
+  ASSERT_TRUE(proposed.priority.has_value());
+  EXPECT_EQ(*proposed.priority, critical_path_priorities(f.problem, *proposed.placement));
+  EXPECT_FALSE(r.create("hdp")->propose(f.problem).priority.has_value());
 }
 
 }  // namespace
