@@ -38,10 +38,7 @@ Reschedule reschedule_critical_path(ResultsFile& file) {
                              simulator::SimulatorOptions().source(file.path + " (" + w.name + ")"));
     for (RunResult* r : it->second) {
       core::Decision decision = r->decision;
-      decision.priority = agents::critical_path_priorities(
-          problem, decision.placement ? *decision.placement
-                                      : std::vector<core::DeviceId>(
-                                            static_cast<std::size_t>(graph.num_nodes()), 0));
+      decision.priority = agents::critical_path_priorities(problem, decision);
       const auto& s = sim.simulate(decision);
       r->best_step_time_s = s.step_time_s;
       r->oom = s.oom;

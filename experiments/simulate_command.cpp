@@ -313,10 +313,7 @@ int run_simulate(SimulateArgs args, CliContext& ctx) {
   core::Decision decision = choose_decision(args, graph, cluster, cost, ctx, decision_source);
   if (args.schedule == "critical_path") {
     const agents::Problem problem{graph, cluster, cost, args.seed};
-    decision.priority = agents::critical_path_priorities(
-        problem, decision.placement
-                     ? *decision.placement
-                     : std::vector<core::DeviceId>(static_cast<std::size_t>(graph.num_nodes()), 0));
+    decision.priority = agents::critical_path_priorities(problem, decision);
   }
   simulator::Simulator sim(graph, cluster, cost,
                            simulator::SimulatorOptions().source(decision_source));

@@ -279,6 +279,13 @@ std::vector<std::int32_t> critical_path_priorities(const Problem& p,
   return priority;
 }
 
+std::vector<std::int32_t> critical_path_priorities(const Problem& p,
+                                                   const core::Decision& decision) {
+  if (decision.placement) return critical_path_priorities(p, *decision.placement);
+  return critical_path_priorities(
+      p, std::vector<DeviceId>(static_cast<std::size_t>(p.graph.num_nodes()), 0));
+}
+
 void register_list_scheduling_agents(AgentRegistry& registry) {
   registry.add({"heft",
                 "HEFT list scheduling (Topcuoglu et al. 2002): upward-rank order, earliest "

@@ -10,6 +10,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "agents/registry.h"
@@ -24,6 +26,14 @@ namespace gopt::agents {
 /// beside what the placement does (docs/agents.md, "gnmt_8 and the paper's +21.7%").
 std::vector<std::int32_t> critical_path_priorities(const Problem& p,
                                                    const std::vector<DeviceId>& placement);
+/// The same for `decision`'s placement (every op on device 0 when it has none).
+std::vector<std::int32_t> critical_path_priorities(const Problem& p,
+                                                   const core::Decision& decision);
+
+/// The values of the learners' `order` option (GO, HDP, annealing): whether every placement
+/// they simulate runs in critical-path order instead of the executor's.
+inline const std::vector<std::pair<std::string, bool>> kOrderChoices = {{"executor", false},
+                                                                        {"critical_path", true}};
 
 /// Registers `heft` and `m_etf`.
 void register_list_scheduling_agents(AgentRegistry& registry);

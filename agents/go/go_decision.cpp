@@ -59,10 +59,7 @@ core::Decision task_decision(const TaskActions& actions, const GraphTensors& ten
   if (actions.priority.defined()) {
     d.priority = by_node(actions.priority, tensors);
   } else if (base.critical_path_order) {
-    d.priority = critical_path_priorities(
-        problem, d.placement
-                     ? *d.placement
-                     : std::vector<DeviceId>(static_cast<std::size_t>(graph.num_nodes()), 0));
+    d.priority = critical_path_priorities(problem, d);
   } else {
     d.priority = base.decision.priority;
   }

@@ -366,8 +366,7 @@ void register_hdp(AgentRegistry& registry) {
                   "order of ready ops: executor (topological rank, TensorFlow's) or "
                   "critical_path (critical-path list scheduling on each placement it samples, "
                   "which its decision then carries)",
-                  std::vector<std::pair<std::string, bool>>{{"executor", false},
-                                                            {"critical_path", true}})
+                  kOrderChoices)
           .seed(&H::seed);
   AgentInfo info = describe_agent(
       "hdp",

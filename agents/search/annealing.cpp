@@ -315,8 +315,7 @@ void register_annealing(AgentRegistry& registry) {
                   "order of ready ops without the scheduling task: executor (topological rank, "
                   "TensorFlow's) or critical_path (critical-path list scheduling on each "
                   "placement it simulates, which its decision then carries)",
-                  std::vector<std::pair<std::string, bool>>{{"executor", false},
-                                                            {"critical_path", true}})
+                  kOrderChoices)
           .seed(&A::seed)
           .rule("order",
                 [](const A& a) -> std::string {
