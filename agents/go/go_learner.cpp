@@ -65,6 +65,12 @@ void GoLearner::load_policy() {
   }
   trained_ = load_checkpoint(options_.checkpoint, options_.ppo.learning_rate, device());
   rng_ = core::Rng(options_.seed);
+  // The registry's rule on `order` sees only the options; a checkpoint brings its own.
+  if (options_.order == ExecutorOrder::kCriticalPath && trained_.policy->options.schedule()) {
+    throw core::InputError(
+        "", std::string("agents.") + name() + ".order",
+        "the policy in " + options_.checkpoint + " decides priorities itself (expected executor)");
+  }
 }
 
 core::Decision GoLearner::propose(const Problem& problem) {

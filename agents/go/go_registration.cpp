@@ -371,6 +371,7 @@ std::vector<GoAgentEntry> go_agents() {
                "at most this many fine-tuning updates, whatever the budget (paper: under 50)", 0,
                1e9))
            .append(memory_repairs_field())
+           .append(order_field())
            .append(granularity_field(
                "the start: policy, none (fine-tuning per op, or coarse to fine for unit_phase "
                "updates when set); unit, the greedy placement per decision unit (zero-shot's), "
@@ -392,7 +393,8 @@ std::vector<GoAgentEntry> go_agents() {
                "trained per unit); unit, each decision unit on the argmax of its ops' mean "
                "logits, memory repairs moving whole units; best, the faster of the two (both "
                "simulated)"))
-           .append(device_field())});
+           .append(device_field())
+           .append(order_field())});
 
   for (auto& a : multitask_agents()) agents.push_back(std::move(a));
   return agents;

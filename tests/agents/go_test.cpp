@@ -1113,6 +1113,63 @@ TEST_F(GoCheckpointTest, PretrainThenZeroShotThenFinetune) {
             check.evaluate(decision).step_time_s);
 }
 
+// order: critical_path on the agents that read a checkpoint: zero-shot's greedy placement
+// and every placement fine-tuning samples run in critical-path order and their decisions carry
+// those priorities, on the placement the executor's order gives; a checkpoint whose policy
+// decides priorities itself is refused, naming the option.
+TEST_F(GoCheckpointTest, CriticalPathOrderCarriesIntoZeroShotAndFinetune) {
+  testing::ProblemFixture train(parallel_chains(2, 6), "p100x2_pcie", 1);
+  testing::ProblemFixture held_out(testing::parallel_chains(3, 4, /*join=*/true), "p100x2_pcie", 3);
+  const std::string checkpoint = (dir_ / "go.ckpt").string();
+  ASSERT_NO_FATAL_FAILURE(pretrain(train.problem, small_pretrain(checkpoint), 2));
+  AgentRegistry r;
+  register_builtin_agents(r);
+
+  auto plain = r.create("go_zero_shot", {{"checkpoint", checkpoint}});
+  Environment plain_env(held_out.problem);
+  plain->train(plain_env, TrainBudget().with_steps(1), nullptr);
+  EXPECT_FALSE(plain_env.best_decision().priority.has_value());
+  auto zero_shot =
+      r.create("go_zero_shot", {{"checkpoint", checkpoint}, {"order", "critical_path"}});
+  Environment env_z(held_out.problem);
+  zero_shot->train(env_z, TrainBudget().with_steps(1), nullptr);
+  const core::Decision greedy = env_z.best_decision();
+  ASSERT_TRUE(greedy.placement.has_value());
+  ASSERT_TRUE(greedy.priority.has_value());
+  EXPECT_EQ(greedy.placement, plain_env.best_decision().placement);
+  EXPECT_EQ(*greedy.priority, critical_path_priorities(held_out.problem, *greedy.placement));
+  EXPECT_EQ(zero_shot->propose(held_out.problem).priority, greedy.priority);
+
+  auto finetune = r.create("go_finetune", {{"checkpoint", checkpoint},
+                                           {"finetune_steps", "2"},
+                                           {"samples_per_step", "4"},
+                                           {"order", "critical_path"}});
+  Environment env_f(held_out.problem);
+  finetune->train(env_f, TrainBudget().with_steps(2), nullptr);
+  EXPECT_GT(env_f.samples(), 1);
+  const core::Decision best = env_f.best_decision();
+  ASSERT_TRUE(best.priority.has_value());
+  EXPECT_EQ(*best.priority, critical_path_priorities(held_out.problem, *best.placement));
+  EXPECT_LE(env_f.best_step_time_s(), env_z.best_step_time_s());
+
+  // A checkpoint of a policy that schedules (written directly: go_pretrain places only).
+  GoOptions scheduling;
+  scheduling.policy.hidden(16).segment_length(4).schedule(true).task_layers(true);
+  GoLearner learner(scheduling);
+  learner.create_policy(1);
+  const std::string scheduling_checkpoint = (dir_ / "scheduling.ckpt").string();
+  save_checkpoint(scheduling_checkpoint, learner.trained());
+  for (const std::string agent : {"go_zero_shot", "go_finetune"}) {
+    auto reader =
+        r.create(agent, {{"checkpoint", scheduling_checkpoint}, {"order", "critical_path"}});
+    Environment env(held_out.problem);
+    const auto message =
+        gopt::testing::error_of([&] { reader->train(env, TrainBudget().with_steps(1), nullptr); });
+    EXPECT_TRUE(gopt::testing::contains(message, "agents." + agent + ".order")) << message;
+    EXPECT_TRUE(gopt::testing::contains(message, "decides priorities itself")) << message;
+  }
+}
+
 // Zero-shot's granularity: `unit` places every decision unit whole, `best` simulates both
 // greedy placements and keeps the faster, and neither changes how the loaded policy decides
 // afterwards.
