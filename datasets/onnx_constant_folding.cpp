@@ -19,10 +19,12 @@ std::string shape_text(const Shape& s) {
   return out + "]";
 }
 
-// Elements of a shape, saturating at INT64_MAX (dims come from files).
-std::int64_t count(const Shape& s) {
+// Elements of the dims [first, last) of a shape, saturating at INT64_MAX (dims come from
+// files).
+std::int64_t count(Shape::const_iterator first, Shape::const_iterator last) {
   std::int64_t n = 1;
-  for (auto d : s) {
+  for (; first != last; ++first) {
+    const std::int64_t d = *first;
     if (d < 0) return -1;
     if (d != 0 && n > std::numeric_limits<std::int64_t>::max() / d) {
       return std::numeric_limits<std::int64_t>::max();
@@ -31,6 +33,8 @@ std::int64_t count(const Shape& s) {
   }
   return n;
 }
+
+std::int64_t count(const Shape& s) { return count(s.begin(), s.end()); }
 
 bool is_floating(std::int32_t t) {
   return t == T::TensorProto_DataType_FLOAT || t == T::TensorProto_DataType_DOUBLE;
@@ -374,7 +378,7 @@ KnownTensor fold_concat(const onnx::NodeProto& n, const std::vector<const KnownT
                         const OutputType& type) {
   const Shape& out_shape = *type.shape;
   std::int64_t axis = axis_of(int_attr(n, "axis", 0), out_shape.size(), "attribute 'axis'");
-  std::int64_t outer = count(Shape(out_shape.begin(), out_shape.begin() + axis));
+  std::int64_t outer = count(out_shape.begin(), out_shape.begin() + axis);
   KnownTensor out;
   out.elem_type = type.elem_type;
   out.shape = out_shape;
@@ -384,7 +388,7 @@ KnownTensor fold_concat(const onnx::NodeProto& n, const std::vector<const KnownT
         throw FoldError("inputs", "an input of shape " + shape_text(t->shape) +
                                       " has another rank than the output " + shape_text(out_shape));
       }
-      std::int64_t block = count(Shape(t->shape.begin() + axis, t->shape.end()));
+      std::int64_t block = count(t->shape.begin() + axis, t->shape.end());
       for (std::int64_t j = 0; j < block; ++j) {
         auto k = static_cast<std::size_t>(o * block + j);
         push(out, t->floating() ? t->reals[k] : 0, t->floating() ? 0 : t->ints[k], t->floating());
