@@ -59,18 +59,7 @@ std::string choice_problem(const OptionSpec& spec, const std::string& value) {
 
 }  // namespace
 
-std::string option_number_text(double value) {
-  // The shortest of the stream's texts (6 significant digits first, as before) that reads
-  // back as exactly `value`.
-  for (int digits = 6; digits <= 17; ++digits) {
-    std::ostringstream s;
-    s << std::setprecision(digits) << value;
-    if (core::parse_number(s.str()) == value) return s.str();
-  }
-  std::ostringstream s;
-  s << std::setprecision(17) << value;
-  return s.str();
-}
+std::string option_number_text(double value) { return core::number_text(value); }
 
 std::vector<std::string> option_list_items(const std::string& value) {
   std::vector<std::string> items;

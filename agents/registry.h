@@ -71,9 +71,8 @@ inline constexpr double kMaxSeedOption = 9223372036854775807.0;
 /// "[1, 64]", "[0, inf)" or "" (no range, strings and booleans), for listings.
 [[nodiscard]] std::string option_range_text(const OptionSpec& spec);
 
-/// A number as an option's default value is written ("0.001", "1e-05", "64"): the shortest
-/// text a stream prints that reads back as exactly `value`, so that the default `gopt
-/// agents` lists is the value that runs.
+/// A number as an option's default value is written ("0.001", "1e-05", "64"):
+/// core::number_text, so that the default `gopt agents` lists is the value that runs.
 [[nodiscard]] std::string option_number_text(double value);
 
 /// The names of a list option's value ("placement, fusion" -> {"placement", "fusion"}):

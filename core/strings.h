@@ -1,6 +1,7 @@
 // Small text helpers: joining lists and "did you mean" for user-facing messages, the one
 // text hash that seeds and provenance use, and the one grammar of booleans and numbers
-// that configs, agent options and --set values are read with (docs/config.md "Values").
+// that configs, agent options and --set values are read with (docs/config.md "Values"),
+// with the one way gopt's writers print a number so that it reads back exactly.
 #pragma once
 
 #include <cstdint>
@@ -52,5 +53,14 @@ inline constexpr std::string_view kBoolText = "true or false (also yes/no, on/of
 /// it. std::nullopt for anything else: spaces, hex, inf, nan, a value that overflows or
 /// underflows a double.
 [[nodiscard]] std::optional<double> parse_number(std::string_view text);
+
+/// The text every gopt writer prints a double as: the shortest of printf's "%.6g" to
+/// "%.17g" that strtod reads back as exactly `value` (six significant digits when they
+/// suffice, so 3e-4 prints "0.0003" and 1e-5 "1e-05"; 1 + 2^-52 needs all 17). Two
+/// different doubles never print alike, so a sorted list stays strictly increasing when
+/// read back. "inf", "-inf" and "nan" for those (which parse_number refuses).
+///
+///   parse_number(number_text(v)) == v  // every finite v
+[[nodiscard]] std::string number_text(double value);
 
 }  // namespace gopt::core

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "agents/environment.h"
+#include "core/strings.h"
 #include "core/units.h"
 #include "simulator/lower_bounds.h"
 
@@ -97,7 +98,8 @@ agents::TrainSnapshots job_snapshots(const RunnerOptions& options, const Plan& p
   std::ostringstream identity;
   identity << what << " | " << agent.name << " (" << agent.type << ") | " << plan.config->hardware
            << " | seed " << job.seed << " | steps " << agent.budget.max_steps << " | samples "
-           << agent.budget.max_samples << " | seconds " << agent.budget.max_seconds;
+           << agent.budget.max_samples << " | seconds "
+           << core::number_text(agent.budget.max_seconds);  // exact: no two budgets alike
   for (const auto& [key, value] : agent.options) identity << " | " << key << "=" << value;
   std::string file = what + "." + agent.name + ".seed" + std::to_string(job.seed);
   for (char& c : file) {

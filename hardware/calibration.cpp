@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <map>
 #include <sstream>
 
 #include "core/errors.h"
+#include "core/strings.h"
 
 namespace gopt::hardware {
 namespace {
@@ -117,10 +117,10 @@ void finish(FitResiduals& r) {
   r.rms_rel_error = r.samples > 0 ? std::sqrt(r.rms_rel_error / r.samples) : 0;
 }
 
+// Every number reads back as exactly the double written (core::number_text), so a curve's
+// distinct work values stay strictly increasing in the file.
 std::string num(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
-  std::string s = buf;
+  std::string s = core::number_text(v);
   // YAML reads "1e-05" as a string in some loaders; keep a mantissa dot for safety.
   if (s.find_first_of(".e") == std::string::npos) s += ".0";
   return s;

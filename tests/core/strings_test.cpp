@@ -2,8 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <optional>
+#include <random>
 
 namespace gopt::core {
 namespace {
@@ -59,6 +62,29 @@ TEST(StringsTest, NumbersAreFiniteDecimals) {
                           "1e999", "1e-999", "1,5", "soon"}) {
     EXPECT_EQ(parse_number(bad), std::nullopt) << "'" << bad << "'";
   }
+}
+
+// What a writer prints reads back as the same double: six digits where they suffice, more
+// where a neighbour one ulp away would otherwise print alike.
+TEST(StringsTest, NumberTextReadsBackExactly) {
+  EXPECT_EQ(number_text(3e-4), "0.0003");
+  EXPECT_EQ(number_text(1e-5), "1e-05");
+  EXPECT_EQ(number_text(64), "64");
+  EXPECT_EQ(number_text(0.1 + 0.2), "0.30000000000000004");
+  EXPECT_EQ(number_text(-HUGE_VAL), "-inf");
+  EXPECT_EQ(number_text(std::nan("")), "nan");
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> exponent(-300, 300);
+  for (int i = 0; i < 2000; ++i) {
+    const double v = std::pow(10.0, exponent(rng)) * (i % 2 ? 1 : -1);
+    const double next = std::nextafter(v, HUGE_VAL);
+    EXPECT_EQ(parse_number(number_text(v)), v) << number_text(v);
+    EXPECT_NE(number_text(v), number_text(next)) << v;
+  }
+  EXPECT_EQ(parse_number(number_text(std::numeric_limits<double>::max())),
+            std::numeric_limits<double>::max());
+  EXPECT_EQ(parse_number(number_text(std::numeric_limits<double>::min())),
+            std::numeric_limits<double>::min());
 }
 
 }  // namespace

@@ -200,6 +200,47 @@ TEST(CalibrationTest, MeasuredProfilesRoundTripThroughYaml) {
   EXPECT_EQ(rebuilt.num_device_types(), 1);
 }
 
+// Every number the writer prints reads back as exactly the double it holds, however close
+// its neighbours: a fit can put two curve points one ulp apart, and a writer that prints
+// nine digits ("%.9g") made them equal, so the file was not strictly increasing and the
+// loader refused the profile gopt calibrate had just measured.
+TEST(CalibrationTest, ProfileWriterReadsBackEveryNumberExactly) {
+  const auto up = [](double v, int ulps) {
+    for (int i = 0; i < ulps; ++i) v = std::nextafter(v, HUGE_VAL);
+    return v;
+  };
+  ClusterSpec spec = measured_cluster().spec();
+  for (auto& d : spec.devices) {
+    d.peak_flops(core::DType::kFloat32, 1e11 / 3)
+        .memory_bandwidth(0.1 + 0.2)
+        .launch_overhead(up(2e-6, 1))
+        .executor_overhead(1.0 / 7 * 1e-5)
+        .efficiency(OpKind::kConv, up(0.5, 3), 2.0 / 3);
+    const double w = 1.234567891e-5;
+    d.kind_curves[static_cast<std::size_t>(OpKind::kElementwise)] =
+        TimeCurve{{w, up(w, 1), up(w, 2), w * (1 + 1e-10), w * (1 + 3e-10)},
+                  {3e-6, up(3e-6, 1), up(3e-6, 2), up(3e-6, 3), 1.0 / 3 * 1e-5}};
+    d.op_type_curves["MatMul"] = TimeCurve{{1.0, up(1.0, 1)}, {2.0 / 3, up(2.0 / 3, 1)}};
+    d.op_type_shapes["MatMul"] = ShapeTable{{1e7 / 3, up(1e7 / 3, 1)}, {200, 200}, {0.1, 0.3}};
+  }
+  for (auto& l : spec.links) l.bandwidth(1e10 / 3).latency(up(1e-6, 1));
+  const std::string yaml = profile_yaml(spec);
+  ClusterSpec back;
+  ASSERT_NO_THROW(back = parse_profile_yaml(yaml, "near_equal.yaml")) << yaml;
+  ASSERT_EQ(back.devices.size(), spec.devices.size());
+  for (std::size_t i = 0; i < spec.devices.size(); ++i) {
+    EXPECT_TRUE(back.devices[i].same_numbers(spec.devices[i])) << yaml;
+  }
+  ASSERT_EQ(back.links.size(), spec.links.size());
+  for (std::size_t i = 0; i < spec.links.size(); ++i) {
+    EXPECT_EQ(back.links[i].bandwidth_bytes_per_s, spec.links[i].bandwidth_bytes_per_s);
+    EXPECT_EQ(back.links[i].latency_s, spec.links[i].latency_s);
+  }
+  // Six digits where they suffice, as a hand-written profile would say it.
+  EXPECT_NE(yaml.find("time_s: [3e-06, 3.0000000000000005e-06, "), std::string::npos) << yaml;
+  EXPECT_EQ(profile_yaml(back), yaml);
+}
+
 TEST(CalibrationTest, DevicesWithoutCopyEngineRoundTrip) {
   ClusterSpec spec = measured_cluster().spec();
   for (auto& d : spec.devices) d.copy_engine(false);
