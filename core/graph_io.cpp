@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 #include <array>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -433,6 +435,21 @@ void write_text_file_atomic(const std::filesystem::path& path, std::string_view 
   if (ec) {
     std::filesystem::remove(tmp, ec);
     throw InputError(path.string(), "", "cannot move the written file into place: " + ec.message());
+  }
+}
+
+void check_can_write(const std::filesystem::path& path, const std::string& option) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw InputError(option, path.string(), "expected a file to write, found a directory");
+  }
+  const auto dir = path.parent_path().empty() ? std::filesystem::path(".") : path.parent_path();
+  if (!std::filesystem::is_directory(dir, ec)) {
+    throw InputError(option, path.string(), "the directory " + dir.string() + " does not exist");
+  }
+  if (::access(dir.c_str(), W_OK) != 0) {
+    throw InputError(option, path.string(),
+                     "cannot write to the directory " + dir.string() + ": " + std::strerror(errno));
   }
 }
 

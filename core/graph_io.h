@@ -39,4 +39,11 @@ void write_graph_file(const Graph& graph, const std::filesystem::path& path, boo
 /// Writes `text` to `path` through a temporary file renamed into place.
 void write_text_file_atomic(const std::filesystem::path& path, std::string_view text);
 
+/// Throws InputError naming `option` and `path` unless a file can be written there: its
+/// directory exists and takes new files, and `path` is not a directory. For commands that
+/// measure for minutes before they write, so that a bad path fails before the work.
+///
+///   check_can_write(args.out, "--out");
+void check_can_write(const std::filesystem::path& path, const std::string& option);
+
 }  // namespace gopt::core

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
+#include <stdexcept>
 #include <string>
 
 #include "core/errors.h"
@@ -349,7 +350,16 @@ void write_profile(hardware::ClusterSpec& spec, const CalibrateArgs& args,
                                     std::string(git_revision()) + ")");
   spec.provenance.notes = notes;
   std::string yaml = hardware::profile_yaml(spec);
-  (void)hardware::parse_profile_yaml(yaml, args.out);  // what we write must load
+  try {
+    (void)hardware::parse_profile_yaml(yaml, args.out);  // what we write must load
+  } catch (const core::InputError& e) {
+    // A writer bug: keep the measured profile beside --out rather than lose the run.
+    const std::string kept = args.out + ".unreadable";
+    core::write_text_file_atomic(kept, yaml);
+    throw std::logic_error(std::string("internal error: the profile gopt calibrate wrote does "
+                                       "not read back (") +
+                           e.what() + "); the measured profile is kept in " + kept);
+  }
   core::write_text_file_atomic(args.out, yaml);
   (void)hardware::load_profile(args.out);
 }
@@ -394,6 +404,8 @@ void print_report(const CalibrateArgs& args, const std::string& name,
 int run_calibrate(const CalibrateArgs& args, CliContext& ctx) {
   auto kind = hardware::backend::backend_kind_from_string(args.backend, "--backend");
   if (args.out.empty()) throw core::InputError("--out", "", "expected a profile file to write");
+  core::check_can_write(args.out, "--out");  // before minutes of measuring
+  if (!args.samples.empty()) core::check_can_write(args.samples, "--samples");
   std::string name = args.name.empty() ? std::string(hardware::backend::to_string(kind)) +
                                              std::to_string(args.devices) + "_" + host_name()
                                        : args.name;

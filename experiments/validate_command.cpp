@@ -269,6 +269,17 @@ int run_validate(const ValidateArgs& args, CliContext& ctx) {
     throw core::InputError("--op-times", "",
                            "expected one of calibrated, profiled, found '" + args.op_times + "'");
   }
+  // What would refuse the results goes before minutes of measuring them.
+  if (!args.out.empty()) {
+    core::check_can_write(args.out, "--out");
+    std::error_code ec;
+    if (!args.overwrite && std::filesystem::exists(args.out, ec)) {
+      throw core::InputError(args.out, "",
+                             "the results file exists; replace it with --overwrite, or choose "
+                             "another --out");
+    }
+  }
+  if (!args.ops_csv.empty()) core::check_can_write(args.ops_csv, "--ops-csv");
   Validation v(args, ctx, hardware::load_profile(args.profile));
   v.cost = hardware::make_cost_model(v.cluster);
   v.backend = hardware::backend::make_backend(kind, v.cluster.num_devices());
@@ -276,8 +287,18 @@ int run_validate(const ValidateArgs& args, CliContext& ctx) {
   agents::register_builtin_agents(v.registry);
 
   std::vector<GraphSpec> specs;
-  for (const auto& s : args.graphs.empty() ? default_graphs() : args.graphs) {
+  const auto& graphs = args.graphs.empty() ? default_graphs() : args.graphs;
+  for (const auto& s : graphs) {
     specs.push_back(parse_graph_spec(s));
+    // The label keys the cases in the results file and the per-graph rank correlation.
+    for (std::size_t i = 0; i + 1 < specs.size(); ++i) {
+      if (specs[i].label != specs.back().label) continue;
+      throw core::InputError("--graphs", "'" + s + "'",
+                             "gives the same case label '" + specs.back().label + "' as '" +
+                                 graphs[i] +
+                                 "' (a file's label is its stem); name each graph once, or "
+                                 "rename one of the files");
+    }
   }
   std::vector<Case> cases;
   auto start = std::chrono::steady_clock::now();

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "experiments/hdf5_sink.h"
@@ -57,8 +58,10 @@ TEST_F(CalibrateValidateTest, CalibrateWritesAMeasuredProfile) {
     EXPECT_TRUE(j.contains(key)) << key << " in " << calibrate_.out;
   }
   auto cluster = hardware::load_profile(profile_);
-  // The executor's cost per op and the measured shapes are in the profile.
-  EXPECT_GT(cluster.device(0).executor_overhead_s, 0);
+  // The executor's cost per op and the measured shapes are in the profile, every number as
+  // exactly the double fitted (the overhead is left out of the file when the fit gives 0).
+  EXPECT_EQ(cluster.device(0).executor_overhead_s, j["executor_overhead_s"].get<double>());
+  EXPECT_EQ(cluster.device(0).launch_overhead_s, j["launch_overhead_s"].get<double>());
   EXPECT_GT(cluster.device(0).op_type_shapes.count("MatMul"), 0u);
   EXPECT_EQ(cluster.num_devices(), 2);
   EXPECT_EQ(cluster.provenance().kind, "measured");
@@ -205,6 +208,29 @@ TEST_F(CalibrateValidateTest, BadInputGetsClearErrors) {
     EXPECT_TRUE(contains(r.err, "batch: expected a non-negative integer, found '" + batch + "'"))
         << r.err;
   }
+
+  // What would refuse the output fails before any measuring, naming the option.
+  r = run_command(kGopt + " calibrate --backend cpu --devices 2 --quick --out " +
+                  (dir_ / "no_such_dir" / "cpu2.yaml").string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "--out")) << r.err;
+  EXPECT_TRUE(contains(r.err, "no_such_dir does not exist")) << r.err;
+  const auto existing = (dir_ / "existing.h5").string();
+  std::ofstream(existing) << "not results";
+  r = run_command(validate("--out " + existing));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "existing.h5: the results file exists; replace it with --overwrite"))
+      << r.err;
+  EXPECT_EQ(gopt::testing::read_text(existing), "not results");
+  // Two graph files with one stem would share the cases' labels.
+  const auto other = dir_ / "other";
+  std::filesystem::create_directories(other);
+  std::filesystem::copy_file(kTiny, other / "mlp_tiny.json",
+                             std::filesystem::copy_options::overwrite_existing);
+  r = run_command(kGopt + " validate --profile " + profile_ + " --graphs " + kTiny + " " +
+                  (other / "mlp_tiny.json").string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "gives the same case label 'mlp_tiny'")) << r.err;
 
   // No GPU or no CUDA LibTorch here: a clear message and status 1, never a crash.
   r = run_command(kGopt + " calibrate --backend cuda --devices 1 --out " +
