@@ -13,6 +13,7 @@
 #include "agents/registry.h"
 #include "core/errors.h"
 #include "core/strings.h"
+#include "experiments/bound_refresh.h"
 #include "experiments/config.h"
 #include "experiments/report.h"
 
@@ -149,22 +150,12 @@ std::string workloads_only_in(const AblationSide& side, const AblationSide& othe
   return only.empty() ? "none" : core::join(only);
 }
 
-// The config `agent`'s results in `file` ran under: the file's first, or a later run's
-// from its history (a resume with another config), found by the results' config hash;
-// "" when the file records none that matches.
+// The config `agent`'s results in `file` ran under (config_yaml_of its first result); ""
+// when the file records none that matches.
 std::string config_of(const ResultsFile& file, const std::string& agent) {
   const auto r = std::find_if(file.results.begin(), file.results.end(),
                               [&](const RunResult& x) { return x.key.agent == agent; });
-  const auto& m = file.metadata;
-  if (r == file.results.end() || m.config_yaml.empty()) return "";
-  const std::string& hash = r->provenance.config_hash;
-  if (m.provenance.config_hash == hash) return m.config_yaml;
-  for (const auto& run : m.history) {
-    if (run.provenance.config_hash == hash) {
-      return run.config_yaml.empty() ? m.config_yaml : run.config_yaml;
-    }
-  }
-  return "";
+  return r == file.results.end() ? "" : config_yaml_of(file, *r);
 }
 
 // The validation graphs of the config `agent` ran under (workloads marked

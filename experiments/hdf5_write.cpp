@@ -83,9 +83,12 @@ void write_result_attributes(Writer& w, const RunResult& r) {
   w.attr("bytes_moved", r.bytes_moved);
   w.attr("wall_s", r.wall_s);
   w.attr("samples", r.samples);
-  w.attr("options", nlohmann::json(r.options).dump());
+  // Text that is not UTF-8 (a Latin-1 path in an option) is written with U+FFFD in its
+  // place rather than losing the result, as the run history is (hdf5_digests.cpp).
+  constexpr auto kReplace = nlohmann::json::error_handler_t::replace;
+  w.attr("options", nlohmann::json(r.options).dump(-1, ' ', false, kReplace));
   if (!r.resolved_options.empty()) {
-    w.attr("resolved_options", nlohmann::json(r.resolved_options).dump());
+    w.attr("resolved_options", nlohmann::json(r.resolved_options).dump(-1, ' ', false, kReplace));
   }
   if (!r.provenance.empty()) {
     for (const auto& [key, field] : provenance_fields(r.provenance)) w.attr(key, *field);

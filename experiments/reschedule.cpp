@@ -22,38 +22,41 @@ Reschedule reschedule_critical_path(ResultsFile& file) {
                                  "its simulated time is not re-scheduled");
     }
   }
-  const FileConfigSetup setup(file, "the decisions cannot be re-simulated");
-  const hardware::Cluster& cluster = setup.cluster;
-  const hardware::CostModel& cost = *setup.cost;
-
-  std::map<std::string, std::vector<RunResult*>> by_workload;
-  for (auto& r : file.results) by_workload[r.key.workload].push_back(&r);
   Reschedule done;
-  for (const auto& w : setup.config.workloads) {
-    const auto it = by_workload.find(w.name);
-    if (it == by_workload.end()) continue;
-    const core::CompiledGraph graph = compile_workload(w, setup.workloads);
-    const agents::Problem problem{graph, cluster, cost, 0};
-    simulator::Simulator sim(graph, cluster, cost,
-                             simulator::SimulatorOptions().source(file.path + " (" + w.name + ")"));
-    for (RunResult* r : it->second) {
-      core::Decision decision = r->decision;
-      decision.priority = agents::critical_path_priorities(problem, decision);
-      const auto& s = sim.simulate(decision);
-      r->best_step_time_s = s.step_time_s;
-      r->oom = s.oom;
-      r->oom_device = s.oom_device;
-      r->bytes_moved = s.bytes_moved;
-      r->device_busy_s.clear();
-      r->device_peak_memory_bytes.clear();
-      for (const auto& d : s.devices) {
-        r->device_busy_s.push_back(d.busy_s);
-        r->device_peak_memory_bytes.push_back(d.peak_memory_bytes);
-      }
-      ++done.results;
-    }
-    ++done.workloads;
-  }
+  for_each_file_config(
+      file, "the decisions cannot be re-simulated",
+      [&](const FileConfigSetup& setup, const std::vector<RunResult*>& results) {
+        const hardware::Cluster& cluster = setup.cluster;
+        const hardware::CostModel& cost = *setup.cost;
+        std::map<std::string, std::vector<RunResult*>> by_workload;
+        for (RunResult* r : results) by_workload[r->key.workload].push_back(r);
+        for (const auto& w : setup.config.workloads) {
+          const auto it = by_workload.find(w.name);
+          if (it == by_workload.end()) continue;
+          const core::CompiledGraph graph = compile_workload(w, setup.workloads);
+          const agents::Problem problem{graph, cluster, cost, 0};
+          simulator::Simulator sim(
+              graph, cluster, cost,
+              simulator::SimulatorOptions().source(file.path + " (" + w.name + ")"));
+          for (RunResult* r : it->second) {
+            core::Decision decision = r->decision;
+            decision.priority = agents::critical_path_priorities(problem, decision);
+            const auto& s = sim.simulate(decision);
+            r->best_step_time_s = s.step_time_s;
+            r->oom = s.oom;
+            r->oom_device = s.oom_device;
+            r->bytes_moved = s.bytes_moved;
+            r->device_busy_s.clear();
+            r->device_peak_memory_bytes.clear();
+            for (const auto& d : s.devices) {
+              r->device_busy_s.push_back(d.busy_s);
+              r->device_peak_memory_bytes.push_back(d.peak_memory_bytes);
+            }
+            ++done.results;
+          }
+          ++done.workloads;
+        }
+      });
   return done;
 }
 

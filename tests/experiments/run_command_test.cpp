@@ -30,6 +30,7 @@
 #include "hardware/cost_model.h"
 #include "hardware/profile.h"
 #include "simulator/simulator.h"
+#include "tests/support/expect_error.h"
 #include "tests/support/files.h"
 #include "tests/support/run_command.h"
 
@@ -389,6 +390,50 @@ TEST(TableCommandTest, RecomputedBoundsRaiseWeakerStoredOnesAndSaySo) {
   ASSERT_EQ(page.exit_code, 0) << page.err;
   EXPECT_TRUE(contains(page.out, "--recompute-bounds` from the results file")) << page.out;
   EXPECT_TRUE(contains(page.out, "> **Note:** Lower bounds recomputed")) << page.out;
+}
+
+// A file resumed with another config holds results of two graphs under one workload label:
+// each result's bound and re-simulation come from the config it ran under, not the file's
+// first one.
+TEST(TableCommandTest, ResultsOfAResumeWithAnotherConfigAreRebuiltFromTheirOwn) {
+  auto dir = temp_dir();
+  const auto config = dir / "resumed.yaml";
+  const auto write = [&](const std::string& seeds, int seq_len) {
+    std::ofstream(config) << "name: resumed\nhardware: p100x2_pcie\nseeds: " << seeds
+                          << "\nworkloads:\n  - {graph: rnnlm_2, name: lm, set: {seq_len: "
+                          << seq_len << "}}\nagents: [human_expert]\n";
+  };
+  const auto out = dir / "resumed.h5";
+  write("[1]", 10);
+  auto run = run_command(kGopt + " run " + config.string() + " --out " + out.string());
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  write("[1, 2]", 40);
+  run = run_command(kGopt + " run " + config.string() + " --resume --out " + out.string());
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+
+  const ResultsFile recorded = read_results_file(out);
+  ASSERT_EQ(recorded.results.size(), 2u);
+  ASSERT_NE(recorded.results[0].provenance.config_hash, recorded.results[1].provenance.config_hash);
+  ASSERT_GT(recorded.results[1].lower_bound_s, recorded.results[0].lower_bound_s * 2);
+  ResultsFile file = read_results_file(out);
+  for (auto& r : file.results) r.lower_bound_s = 1e-9;
+  const BoundRefresh refresh = recompute_lower_bounds(file);
+  EXPECT_EQ(refresh.workloads, 2u);  // one graph per config
+  for (std::size_t i = 0; i < file.results.size(); ++i) {
+    EXPECT_DOUBLE_EQ(file.results[i].lower_bound_s, recorded.results[i].lower_bound_s) << i;
+    EXPECT_EQ(config_yaml_of(file, file.results[i]),
+              i == 0 ? file.metadata.config_yaml : file.metadata.history.back().config_yaml);
+  }
+  // The expert's decision re-simulated on its own graph: the longer one takes longer.
+  const Reschedule done = reschedule_critical_path(file);
+  EXPECT_EQ(done.results, 2u);
+  EXPECT_GT(file.results[1].best_step_time_s, file.results[0].best_step_time_s * 2);
+  // A result whose config the file does not record is named, and nothing is changed.
+  file.results[1].provenance.config_hash = "0123456789abcdef";
+  const std::string error = gopt::testing::error_of([&] { (void)recompute_lower_bounds(file); });
+  EXPECT_TRUE(
+      contains(error, "ran under a config (hash 0123456789abcdef) the file does not record"))
+      << error;
 }
 
 // --schedule critical_path: every result's decision re-simulated from the file's config in
@@ -841,6 +886,44 @@ TEST(RunCommandTest, OpenBlasRunsKernelsAsWideAsTheCpu) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(
       contains(read_results_file(out).metadata.provenance.cpu_numerics, "OpenBLAS Prescott"));
+}
+
+// GOPT_CPU_HIDE makes this machine run what one without AVX-512 (or AVX2) runs: gopt's
+// kernels, OpenBLAS's and ATen's all below what is hidden, and the results file says so;
+// a bad value names the variable and leaves an existing file alone.
+TEST(RunCommandTest, HiddenCpuPathsAreHiddenFromEveryLibrary) {
+  auto dir = temp_dir();
+  auto config = write_config(dir, 1, "[1]");
+  auto out = dir / "small.h5";
+  const std::string clean = "env -u OPENBLAS_CORETYPE -u ATEN_CPU_CAPABILITY -u GOPT_CPU_KERNEL ";
+  auto r = run_command(clean + "GOPT_CPU_HIDE=avx2 " + kGopt + " run " + config.string() +
+                       " --out " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string said = read_results_file(out).metadata.provenance.cpu_numerics;
+  EXPECT_EQ(said.rfind("gopt kernels baseline (native); ATen NO AVX; ", 0), 0u) << said;
+  if (!contains(said, "OpenBLAS unknown")) {
+    EXPECT_TRUE(contains(said, "OpenBLAS Prescott")) << said;
+  }
+
+  r = run_command(clean + "GOPT_CPU_HIDE=avx512 " + kGopt + " run " + config.string() +
+                  " --overwrite --out " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  said = read_results_file(out).metadata.provenance.cpu_numerics;
+  EXPECT_FALSE(contains(said, "gopt kernels avx512")) << said;
+  EXPECT_FALSE(contains(said, "ATen AVX512")) << said;
+  for (const char* wide : {"SkylakeX", "Cooperlake", "SapphireRapids", "Prescott"}) {
+    if (contains(said, "gopt kernels avx2")) {
+      EXPECT_FALSE(contains(said, "OpenBLAS " + std::string(wide))) << said;
+    }
+  }
+
+  const std::string before = read_text(out);
+  auto bad = run_command(clean + "GOPT_CPU_HIDE=sse " + kGopt + " run " + config.string() +
+                         " --overwrite --out " + out.string());
+  EXPECT_EQ(bad.exit_code, 1) << bad.err;
+  EXPECT_TRUE(contains(bad.err, "GOPT_CPU_HIDE: expected avx512, avx2 or none, found 'sse'"))
+      << bad.err;
+  EXPECT_EQ(read_text(out), before);
 }
 
 TEST(RunCommandTest, ResultsRecordTheCpuPathAndABadPathLeavesTheFileAlone) {
