@@ -169,6 +169,7 @@ TEST(GoPolicyTest, KernelPathIsSelectableAndNamedInTheProvenance) {
   const CpuKernelPath entry_path = cpu_kernel_path();
   for (const auto path : {CpuKernelPath::kBaseline, CpuKernelPath::kAvx2, CpuKernelPath::kAvx512}) {
     SCOPED_TRACE(to_string(path));
+    const CpuKernelPath before = cpu_kernel_path();
     if (cpu_supports(path)) {
       set_cpu_kernel_path(path);
       EXPECT_EQ(cpu_kernel_path(), path);
@@ -182,11 +183,51 @@ TEST(GoPolicyTest, KernelPathIsSelectableAndNamedInTheProvenance) {
                 0u)
           << said;
     } else {
+      // Refused, and the path stays the one taken before the attempt.
       EXPECT_THROW(set_cpu_kernel_path(path), core::InputError);
-      EXPECT_EQ(cpu_kernel_path(), entry_path);
+      EXPECT_EQ(cpu_kernel_path(), before);
     }
   }
   set_cpu_kernel_path(entry_path);
+  EXPECT_EQ(cpu_kernel_path(), entry_path);
+}
+
+// What a CPU without AVX-512 (or AVX2) does, on any CPU: the paths above the ceiling are
+// hidden, refused by name, dropped when forced, and the ceiling lifted shows them again.
+TEST(GoPolicyTest, HiddenPathsAreRefusedAsIfTheCpuLackedThem) {
+  const CpuKernelPath entry_path = cpu_kernel_path();
+  const CpuKernelPath entry_ceiling = cpu_feature_ceiling();
+  set_cpu_feature_ceiling(CpuKernelPath::kAvx512);
+  const CpuKernelPath widest = native_cpu_kernel_path();  // what the CPU itself runs
+  for (const auto ceiling : {CpuKernelPath::kBaseline, CpuKernelPath::kAvx2}) {
+    SCOPED_TRACE(to_string(ceiling));
+    set_cpu_feature_ceiling(CpuKernelPath::kAvx512);
+    if (cpu_supports(CpuKernelPath::kAvx2)) set_cpu_kernel_path(CpuKernelPath::kAvx2);
+    set_cpu_feature_ceiling(ceiling);
+    EXPECT_FALSE(cpu_supports(CpuKernelPath::kAvx512));
+    EXPECT_EQ(cpu_supports(CpuKernelPath::kAvx2),
+              ceiling == CpuKernelPath::kAvx2 && widest >= CpuKernelPath::kAvx2);
+    EXPECT_LE(native_cpu_kernel_path(), ceiling);
+    EXPECT_LE(cpu_kernel_path(), ceiling);  // a forced AVX2 path is dropped below it
+    const std::string said = cpu_numerics_description();
+    EXPECT_EQ(
+        said.rfind("gopt kernels " + std::string(to_string(native_cpu_kernel_path())) + " (native)",
+                   0),
+        0u)
+        << said;
+    const std::string refused =
+        gopt::testing::error_of([] { set_cpu_kernel_path(CpuKernelPath::kAvx512); });
+    EXPECT_NE(refused.find("does not run the 'avx512' path"), std::string::npos) << refused;
+    if (widest == CpuKernelPath::kAvx512) {
+      EXPECT_NE(refused.find("GOPT_CPU_HIDE"), std::string::npos) << refused;
+    }
+    EXPECT_EQ(cpu_kernel_path(), native_cpu_kernel_path());
+  }
+  set_cpu_feature_ceiling(CpuKernelPath::kAvx512);
+  EXPECT_EQ(native_cpu_kernel_path(), widest);
+  set_cpu_feature_ceiling(entry_ceiling);
+  set_cpu_kernel_path(entry_path);
+  EXPECT_EQ(cpu_kernel_path(), entry_path);
 }
 
 // Half the smallest normal float is subnormal: kept normally, 0 while the guard lives, and

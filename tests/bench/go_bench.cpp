@@ -27,7 +27,7 @@ using namespace gopt;
 // The BLAS kernels `gopt` runs with (experiments/main.cpp does the same), chosen before any
 // benchmark and named in the output's context.
 const bool kBlasSelected = [] {
-  const std::string changed = agents::select_openblas_kernels();
+  const std::string changed = agents::select_cpu_kernels();
   benchmark::AddCustomContext("cpu_numerics", agents::cpu_numerics_description() +
                                                   (changed.empty() ? "" : " (" + changed + ")"));
   return true;

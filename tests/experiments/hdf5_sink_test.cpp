@@ -39,7 +39,7 @@ Provenance sample_provenance(const std::string& revision, const std::string& hos
   p.gopt_version = "0.1.0";
   p.git_revision = revision;
   p.host = host;
-  p.cpu_numerics = "gopt kernels baseline; ATen DEFAULT; OpenBLAS Prescott";
+  p.cpu_numerics = "gopt kernels baseline (forced); ATen NO AVX; OpenBLAS Prescott";
   p.libraries = "LibTorch 1.13.0; HDF5 1.10.8";
   p.command = "gopt run demo.yaml";
   p.config_hash = config_hash("name: demo\nagents: [hdp]\n");

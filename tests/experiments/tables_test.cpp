@@ -498,6 +498,10 @@ TEST(ProvenanceWarningsTest, ResumingOnOtherCpuPathsNamesTheEnvironmentThatForce
   EXPECT_EQ(agents::cpu_numerics_environment(
                 "gopt kernels baseline (forced); ATen default; OpenBLAS unknown"),
             "GOPT_CPU_KERNEL=baseline ATEN_CPU_CAPABILITY=default");
+  // As LibTorch names its default path on x86: the environment still forces it.
+  EXPECT_EQ(agents::cpu_numerics_environment(
+                "gopt kernels baseline (native); ATen NO AVX; OpenBLAS Prescott"),
+            "GOPT_CPU_KERNEL=baseline ATEN_CPU_CAPABILITY=default OPENBLAS_CORETYPE=Prescott");
 
   auto file = fixture({{"w1", "hdp", "hdp", 10},
                        {"w2", "hdp", "hdp", 10},
