@@ -61,6 +61,22 @@ std::string choice_problem(const OptionSpec& spec, const std::string& value) {
 
 std::string option_number_text(double value) { return core::number_text(value); }
 
+const char* option_type_name(OptionType type) {
+  switch (type) {
+    case OptionType::kInt:
+      return "int";
+    case OptionType::kDouble:
+      return "float";
+    case OptionType::kBool:
+      return "bool";
+    case OptionType::kString:
+      return "string";
+    case OptionType::kList:
+      return "list";
+  }
+  return "string";
+}
+
 std::vector<std::string> option_list_items(const std::string& value) {
   std::vector<std::string> items;
   std::string item;

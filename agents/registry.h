@@ -75,6 +75,10 @@ inline constexpr double kMaxSeedOption = 9223372036854775807.0;
 /// core::number_text, so that the default `gopt agents` lists is the value that runs.
 [[nodiscard]] std::string option_number_text(double value);
 
+/// An option type's name in listings and the Python module: "int", "float", "bool",
+/// "string" or "list".
+[[nodiscard]] const char* option_type_name(OptionType type);
+
 /// The names of a list option's value ("placement, fusion" -> {"placement", "fusion"}):
 /// split at commas, spaces around each name dropped, empty names skipped.
 [[nodiscard]] std::vector<std::string> option_list_items(const std::string& value);

@@ -17,22 +17,6 @@
 namespace gopt::experiments {
 namespace {
 
-const char* type_text(agents::OptionType type) {
-  switch (type) {
-    case agents::OptionType::kInt:
-      return "int";
-    case agents::OptionType::kDouble:
-      return "float";
-    case agents::OptionType::kBool:
-      return "bool";
-    case agents::OptionType::kString:
-      return "string";
-    case agents::OptionType::kList:
-      return "list";
-  }
-  return "?";
-}
-
 // " in [1, 64]", " in {human_expert, single_device}", " of {placement, fusion}" or "".
 std::string allowed_text(const agents::OptionSpec& o) {
   const std::string range = agents::option_range_text(o);
@@ -58,7 +42,7 @@ int list_agents(bool as_json, bool ranges, CliContext& ctx) {
       j["options"] = nlohmann::ordered_json::array();
       for (const auto& o : a.options) {
         j["options"].push_back({{"name", o.name},
-                                {"type", type_text(o.type)},
+                                {"type", agents::option_type_name(o.type)},
                                 {"default", o.default_value},
                                 {"range", agents::option_range_text(o)},
                                 {"choices", o.choices},
@@ -72,8 +56,8 @@ int list_agents(bool as_json, bool ranges, CliContext& ctx) {
   for (const auto& a : registry.agents()) {
     ctx.out << a.name << (a.learner ? "  [learner]" : "") << "\n    " << a.description << "\n";
     for (const auto& o : a.options) {
-      ctx.out << "      " << o.name << " (" << type_text(o.type) << allowed_text(o) << ", default "
-              << o.default_value << "): " << o.description << "\n";
+      ctx.out << "      " << o.name << " (" << agents::option_type_name(o.type) << allowed_text(o)
+              << ", default " << o.default_value << "): " << o.description << "\n";
     }
   }
   return kExitOk;

@@ -39,6 +39,7 @@ packages=(
   python3-torch python3-torchvision python3-onnx
   python3
   python3-h5py python3-pandas python3-matplotlib
+  python3-dev python3-numpy pybind11-dev python3-pytest
   jupyter-nbconvert python3-nbconvert python3-ipykernel python3-nbformat jupyter-notebook
 )
 
