@@ -263,9 +263,8 @@ def test_check_env_api_catches_a_nondeterministic_env(graph, hardware):
         check_env_api(Noisy(graph, hardware), seed=1, steps=2)
 
 
-# "step_time_ratio" and "device_busy_fraction" have no finite upper bound (a placement can
-# be any number of times slower; a device with several streams is busy longer than the
-# step), which check_env warns about.
+# "step_time_ratio" has no finite upper bound (a placement can be any number of times
+# slower), which check_env warns about.
 @pytest.mark.filterwarnings("ignore:.*maximum value is -?infinity:UserWarning")
 def test_gymnasium_check_env(graph, hardware):
     gymnasium = pytest.importorskip("gymnasium")

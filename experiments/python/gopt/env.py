@@ -402,7 +402,10 @@ class PlacementEnv(_EnvBase):
             "edge_index": _Box(0, max(n - 1, 0), shape=self._edge_index.shape,
                                dtype=np.int64),
             "placement": _MultiDiscrete(np.full(n, d, dtype=np.int64)),
-            "device_busy_fraction": _Box(0.0, np.inf, shape=(d,), dtype=np.float32),
+            # Busy time sums a device's streams, so it reaches streams x the step time.
+            "device_busy_fraction": _Box(
+                np.zeros(d, np.float32),
+                np.asarray(self.hardware.compute_streams, dtype=np.float32), dtype=np.float32),
             "step_time_ratio": _Box(0.0, np.inf, shape=(1,), dtype=np.float32),
         })
 
