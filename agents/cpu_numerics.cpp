@@ -8,7 +8,6 @@
 #include <cctype>
 #include <cstdlib>
 #include <mutex>
-#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -118,22 +117,24 @@ struct BlasCores {
 };
 
 BlasCores blas_cores_for(CpuKernelPath path, bool bf16) {
+  const std::vector<std::string> avx2_sets = {"haswell", "zen", "excavator"};
+  const std::vector<std::string> avx512_sets = {"skylakex", "cooperlake", "sapphirerapids"};
   switch (path) {
     case CpuKernelPath::kAvx512:
       // OpenBLAS takes Cooperlake's set on the CPUs it knows with AVX-512 BF16, and its
       // results differ from SkylakeX's; an unknown one should land where a known one does.
       if (bf16) return BlasCores{"Cooperlake", {"cooperlake", "sapphirerapids"}};
-      return BlasCores{"SkylakeX", {"skylakex", "cooperlake", "sapphirerapids"}};
+      return BlasCores{"SkylakeX", avx512_sets};
     case CpuKernelPath::kAvx2:
-      return BlasCores{"Haswell", {"haswell", "zen", "excavator"}};
+      return BlasCores{"Haswell", avx2_sets};
     case CpuKernelPath::kBaseline:
       break;
   }
   // Whatever OpenBLAS picks on a CPU without AVX2, but none of the sets that need it (a CPU
   // whose AVX2 is hidden gets the SSE3 set, as run_on_cpu_path.sh forces for baseline).
-  return BlasCores{"Prescott",
-                   {"haswell", "zen", "excavator", "skylakex", "cooperlake", "sapphirerapids"},
-                   true};
+  std::vector<std::string> wide = avx2_sets;
+  wide.insert(wide.end(), avx512_sets.begin(), avx512_sets.end());
+  return BlasCores{"Prescott", wide, true};
 }
 
 // OpenBLAS's kernels need AVX-512 BW, DQ and CD beside F and VL for its SkylakeX set.
