@@ -5,7 +5,7 @@
 namespace gopt::agents {
 
 Environment::Environment(const Problem& problem)
-    : problem_(problem), simulator_(problem.graph, problem.cluster, problem.cost_model) {}
+    : problem_(problem), pool_(problem.graph, problem.cluster, problem.cost_model) {}
 
 Evaluation Environment::evaluate(const core::Decision& decision) {
   const Evaluation e = simulate(decision);
@@ -14,8 +14,30 @@ Evaluation Environment::evaluate(const core::Decision& decision) {
 }
 
 Evaluation Environment::simulate(const core::Decision& decision) {
-  last_ = &simulator_.simulate(decision);
+  last_ = &pool_.primary().simulate(decision);
   return {last_->step_time_s, last_->oom, last_->oom_device};
+}
+
+Evaluation Environment::evaluate_delta(const core::Decision& decision) {
+  last_ = &pool_.primary().simulate_delta(decision);
+  const Evaluation e{last_->step_time_s, last_->oom, last_->oom_device};
+  record(e, decision);
+  return e;
+}
+
+std::vector<Evaluation> Environment::simulate_many(const std::vector<core::Decision>& decisions) {
+  std::vector<Evaluation> out(decisions.size());
+  last_ = nullptr;
+  pool_.simulate_each(decisions, [&](std::size_t i, const simulator::SimulationResult& r) {
+    out[i] = {r.step_time_s, r.oom, r.oom_device};
+  });
+  return out;
+}
+
+std::vector<Evaluation> Environment::evaluate_many(const std::vector<core::Decision>& decisions) {
+  std::vector<Evaluation> out = simulate_many(decisions);
+  for (std::size_t i = 0; i < decisions.size(); ++i) record(out[i], decisions[i]);
+  return out;
 }
 
 void Environment::record(const Evaluation& evaluation, const core::Decision& decision) {

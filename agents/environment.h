@@ -10,9 +10,11 @@
 
 #include "core/compiled_graph.h"
 #include "core/decision.h"
+#include "core/errors.h"
 #include "hardware/cluster.h"
 #include "hardware/cost_model.h"
 #include "simulator/simulator.h"
+#include "simulator/simulator_pool.h"
 
 namespace gopt::agents {
 
@@ -51,10 +53,17 @@ struct BestImprovement {
   }
 };
 
-/// Evaluates decisions on the simulator. Not thread-safe (one Simulator inside).
+/// Evaluates decisions on the simulator, one at a time or a batch at once on several
+/// threads (set_threads). Not thread-safe itself: one caller at a time.
 class Environment {
  public:
   explicit Environment(const Problem& problem);
+
+  /// Threads evaluate_many() and simulate_many() spread a batch over (at least 1; the
+  /// runner gives each job the cores it may use, `gopt run --simulate-threads`). The
+  /// evaluations, and so everything an agent does with them, are the same for every count.
+  void set_threads(int threads) { pool_.set_threads(threads); }
+  [[nodiscard]] int threads() const { return pool_.threads(); }
 
   [[nodiscard]] const Problem& problem() const { return problem_; }
   /// Simulates a decision (validated), counts a sample and tracks the best valid one:
@@ -63,6 +72,17 @@ class Environment {
   /// Simulates a decision without counting it: a member of a data-parallel learner
   /// simulating its share of an update's samples, which every member then record()s.
   Evaluation simulate(const core::Decision& decision);
+  /// evaluate() through delta simulation (Simulator::simulate_delta): the same evaluation,
+  /// faster for a decision that differs from the base in a few ops (a search move).
+  Evaluation evaluate_delta(const core::Decision& decision);
+  /// The decision of the last evaluate_delta() becomes the base of the next ones.
+  void keep_as_base() { pool_.primary().keep_as_base(); }
+  /// A batch of samples: every decision simulated (in parallel on threads()), then
+  /// counted in order as evaluate() one after another would (the same best decision and
+  /// improvements). The batch API of every agent that samples (GO, multi-task GO, HDP).
+  std::vector<Evaluation> evaluate_many(const std::vector<core::Decision>& decisions);
+  /// The same without counting (simulate()).
+  std::vector<Evaluation> simulate_many(const std::vector<core::Decision>& decisions);
   /// Counts `evaluation` of `decision` as evaluate() does: a sample, and the best valid
   /// decision when it beats every earlier one (only then is `decision` read).
   void record(const Evaluation& evaluation, const core::Decision& decision);
@@ -70,8 +90,11 @@ class Environment {
   [[nodiscard]] bool improves(const Evaluation& evaluation) const {
     return !evaluation.oom && evaluation.step_time_s < best_step_time_s_;
   }
-  /// The full result of the last evaluate() call.
-  [[nodiscard]] const simulator::SimulationResult& last_result() const { return *last_; }
+  /// The full result of the last evaluate() or simulate() call (not of a batch).
+  [[nodiscard]] const simulator::SimulationResult& last_result() const {
+    GOPT_ASSERT(last_ != nullptr, "last_result() after a batch or before any evaluation");
+    return *last_;
+  }
 
   [[nodiscard]] std::int64_t samples() const { return samples_; }
   /// Best step time of a decision that fit in memory; +inf when none did yet.
@@ -81,7 +104,8 @@ class Environment {
   /// Every sample that improved the best step time, in order (the last one is
   /// best_step_time_s()).
   [[nodiscard]] const std::vector<BestImprovement>& improvements() const { return improvements_; }
-  [[nodiscard]] simulator::Simulator& simulator() { return simulator_; }
+  /// The simulator of single evaluations.
+  [[nodiscard]] simulator::Simulator& simulator() { return pool_.primary(); }
   /// Sets the sample count, best decision and improvements to those of an earlier run on
   /// the same problem (a training snapshot), as if its evaluations had happened here.
   void restore(std::int64_t samples, Seconds best_step_time_s, core::Decision best_decision,
@@ -89,7 +113,7 @@ class Environment {
 
  private:
   Problem problem_;
-  simulator::Simulator simulator_;
+  simulator::SimulatorPool pool_;
   const simulator::SimulationResult* last_ = nullptr;
   std::int64_t samples_ = 0;
   Seconds best_step_time_s_ = std::numeric_limits<Seconds>::infinity();

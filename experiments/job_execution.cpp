@@ -135,6 +135,7 @@ RunResult run_single(const JobContext& context, const PlannedJob& job,
   agents::Problem problem{context.graphs.at(row.workload->name), context.cluster, *context.cost,
                           job_seed(job.seed, row.key.workload, row.key.agent)};
   agents::Environment env(problem);
+  env.set_threads(context.simulate_threads);
   if (agent->is_learner()) {
     agent->set_snapshots(snapshots);
     agent->set_learner_group(learners);
@@ -161,6 +162,7 @@ std::vector<RunResult> run_training_set(const JobContext& context, const Planned
       agents::Problem problem{context.graphs.at(w->name), context.cluster, *context.cost,
                               job_seed(job.seed, w->name, job.agent->name)};
       owned.push_back(std::make_unique<agents::Environment>(problem));
+      owned.back()->set_threads(context.simulate_threads);
       pointers.push_back(owned.back().get());
     }
     return pointers;

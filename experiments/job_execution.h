@@ -29,7 +29,8 @@ struct JobContext {
   hardware::Cluster cluster;
   std::unique_ptr<hardware::CostModel> cost;
   std::map<std::string, core::CompiledGraph> graphs;  ///< by workload label
-  Provenance provenance;  ///< this process's, stamped on every result it produces
+  Provenance provenance;     ///< this process's, stamped on every result it produces
+  int simulate_threads = 1;  ///< RunnerOptions::simulate_threads
 };
 
 /// A job's training snapshots (RunnerOptions::snapshot_dir): the file, and the identity that

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <csignal>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <iostream>
@@ -24,6 +25,7 @@
 #include "core/errors.h"
 #include "core/strings.h"
 #include "core/units.h"
+#include "core/worker_pool.h"
 #include "experiments/cli.h"
 #include "experiments/config.h"
 #include "experiments/distributed.h"
@@ -85,6 +87,7 @@ struct RunArgs {
   bool overwrite = false;
   bool dry_run = false;
   int jobs = 1;
+  int simulate_threads = 0;  ///< 0: this process's cores over the jobs (simulate_threads_of)
   bool data_parallel = false;
   double heartbeat_s = 30;
   double snapshot_s = 60;
@@ -93,6 +96,18 @@ struct RunArgs {
   std::string costs;  ///< --dry-run: project the run from this results file's job costs
   int ranks = 1;      ///< --dry-run --costs: processes the projection shares the run among
 };
+
+// Threads per job for simulating its samples: --simulate-threads, else the cores this
+// process may use shared among its --jobs and the other processes torchrun started on this
+// machine (LOCAL_WORLD_SIZE), at least 1.
+int simulate_threads_of(const RunArgs& args) {
+  if (args.simulate_threads > 0) return args.simulate_threads;
+  int processes = 1;
+  if (const char* local = std::getenv("LOCAL_WORLD_SIZE")) {
+    processes = std::max(1, std::atoi(local));
+  }
+  return std::max(1, core::usable_cores() / (std::max(1, args.jobs) * processes));
+}
 
 // A rank other than 0 writes nothing itself: its results go to rank 0 (RunnerOptions::team).
 class DiscardSink final : public ResultSink {
@@ -277,6 +292,7 @@ int run_remote_rank(const RunArgs& args, const ExperimentConfig& config,
     metadata.provenance = process_provenance(config.resolved_yaml, ctx.command_line, cpu_numerics);
     RunnerOptions options;
     options.parallel_jobs(args.jobs)
+        .threads_per_job(simulate_threads_of(args))
         .stop_flag(g_stop_requested)
         .skip(start.done)
         .with_metadata(metadata)
@@ -400,6 +416,7 @@ int run_writer(const RunArgs& args, ExperimentConfig& config, const std::string&
   const bool live = &ctx.err == &std::cerr && isatty(STDERR_FILENO) != 0;
   RunnerOptions options;
   options.parallel_jobs(args.jobs)
+      .threads_per_job(simulate_threads_of(args))
       .progress_to(ctx.err, live)
       .heartbeat_every(args.heartbeat_s)
       .stop_flag(g_stop_requested)
@@ -486,6 +503,11 @@ void add_run_command(CLI::App& app, CliContext& context) {
   auto* jobs = cmd->add_option("--jobs,-j", args->jobs, "Jobs to run in parallel threads")
                    ->check(positive_number())
                    ->capture_default_str();
+  cmd->add_option("--simulate-threads", args->simulate_threads,
+                  "Threads each job simulates its batches of samples on (results do not depend "
+                  "on it); default: the cores this process may use over --jobs (and over "
+                  "torchrun's processes on the machine)")
+      ->check(positive_number());
   cmd->add_flag("--data-parallel", args->data_parallel,
                 "Under torchrun (docs/scaling-out.md): the learners that can (GO, HDP) run each "
                 "job on every rank together, splitting every update's simulations, before the "

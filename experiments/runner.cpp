@@ -117,7 +117,8 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
                              hardware::load_profile(config.hardware),
                              nullptr,
                              {},
-                             options.metadata.provenance};
+                             options.metadata.provenance,
+                             options.simulate_threads};
   context.cost = hardware::make_cost_model(context.cluster);  // calibrated for measured profiles
   load_graphs(plan, context.graphs);
   std::vector<runner::Progress::Item> items;

@@ -29,7 +29,10 @@ class RunTeam;
 
 /// How to run. Defaults: one job at a time, no progress display, never interrupted.
 struct RunnerOptions {
-  int jobs = 1;                             ///< jobs run at once, each in its own thread
+  int jobs = 1;  ///< jobs run at once, each in its own thread
+  /// Threads each job simulates a batch of samples on (agents::Environment::set_threads);
+  /// results do not depend on it. `gopt run` gives each job its share of the cores.
+  int simulate_threads = 1;
   std::ostream* progress = nullptr;         ///< progress and skip messages (stderr); null: none
   bool live_bar = false;                    ///< redraw one bar line (a terminal) instead of lines
   double heartbeat_s = 30;                  ///< plain mode: a status line when nothing finished
@@ -59,6 +62,10 @@ struct RunnerOptions {
 
   RunnerOptions& parallel_jobs(int n) {
     jobs = n;
+    return *this;
+  }
+  RunnerOptions& threads_per_job(int n) {
+    simulate_threads = n;
     return *this;
   }
   RunnerOptions& progress_to(std::ostream& out, bool live) {

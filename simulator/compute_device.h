@@ -14,6 +14,8 @@
 //   }
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -56,6 +58,22 @@ class ComputeDevice {
 
   [[nodiscard]] int streams() const { return streams_; }
   [[nodiscard]] bool has_copy_engine() const { return copy_engine_; }
+
+  /// This device's state as `o`'s (a device of the same cluster and graph): what a delta
+  /// simulation restores from a checkpoint. Copies only the live part of the copy queue.
+  void copy_run_state(const ComputeDevice& o) {
+    by_priority_ = o.by_priority_;
+    busy_mask_ = o.busy_mask_;
+    idle_streams_ = o.idle_streams_;
+    heap_ = o.heap_;
+    ranks_ = o.ranks_;
+    std::copy(o.copies_.begin(), o.copies_.begin() + static_cast<std::ptrdiff_t>(o.copy_tail_),
+              copies_.begin());
+    copy_head_ = o.copy_head_;
+    copy_tail_ = o.copy_tail_;
+    busy_s_ = o.busy_s_;
+    num_kernels_ = o.num_kernels_;
+  }
 
   // --- Streams.
   [[nodiscard]] bool has_idle_stream() const { return idle_streams_ > 0; }

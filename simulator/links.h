@@ -40,6 +40,14 @@ class Links {
 
   /// Every channel free at time 0, every FIFO empty, statistics zero.
   void reset();
+  /// The state of `o` (of the same network), transfer ids below `ids` only: what a delta
+  /// simulation restores from a checkpoint.
+  void copy_run_state(const Links& o, std::size_t ids) {
+    channel_free_s_ = o.channel_free_s_;
+    routes_ = o.routes_;
+    fifos_ = o.fifos_;
+    std::copy(o.next_.begin(), o.next_.begin() + static_cast<std::ptrdiff_t>(ids), next_.begin());
+  }
 
   /// When a transfer over a route starts and its data arrives, in seconds.
   struct Hold {

@@ -53,6 +53,19 @@ class MemoryTracker {
     }
   }
   void release(DeviceId device, Bytes bytes) { used_[at(device)] -= bytes; }
+  /// Adds `bytes` (signed) to what is in use on `device` and to its peak: the same run with
+  /// that much more resident from time 0 (a delta simulation's other parameters).
+  void shift(DeviceId device, Bytes bytes) {
+    used_[at(device)] += bytes;
+    peak_[at(device)] += bytes;
+  }
+  /// Whether some device's peak exceeds its capacity.
+  [[nodiscard]] bool over_capacity() const {
+    for (std::size_t d = 0; d < used_.size(); ++d) {
+      if (peak_[d] > capacity_[d]) return true;
+    }
+    return false;
+  }
 
   [[nodiscard]] Bytes peak_bytes(DeviceId device) const { return peak_[at(device)]; }
   [[nodiscard]] Bytes used_bytes(DeviceId device) const { return used_[at(device)]; }

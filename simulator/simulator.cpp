@@ -102,6 +102,28 @@ const SimulationResult& Simulator::simulate(const core::Decision& decision,
   return impl_->simulate(decision, observer);
 }
 
+const SimulationResult& Simulator::simulate_delta(const core::Decision& decision) {
+  Impl& impl = *impl_;
+  if (impl.options_.validate_decisions) {
+    core::validate_decision(decision, impl.graph_.num_nodes(), impl.cluster_.num_devices(),
+                            impl.options_.decision_source, &impl.graph_.node_names());
+  }
+  if (impl.options_.stop_on_oom) {
+    impl.step_.simulate(decision, true, nullptr, impl.result_);
+  } else {
+    impl.step_.simulate_delta(decision, impl.result_);
+  }
+  return impl.result_;
+}
+
+void Simulator::keep_as_base() { impl_->step_.keep_as_base(); }
+
+double Simulator::last_delta_share() const {
+  const StepModel& step = impl_->step_;
+  if (step.delta_events() < 0 || step.step_events() == 0) return 1.0;
+  return static_cast<double>(step.delta_events()) / static_cast<double>(step.step_events());
+}
+
 Seconds Simulator::op_time(NodeId op, DeviceId device) const {
   return impl_->packed_.op_time_on(op, device);
 }

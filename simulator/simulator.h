@@ -119,6 +119,26 @@ class Simulator {
   const SimulationResult& simulate(const core::Decision& decision,
                                    SimulationObserver* observer = nullptr);
 
+  /// Delta simulation (FlexFlow's idea, exact here): the same result as simulate(decision),
+  /// bit for bit, computed by re-simulating only from the base run's last checkpoint before
+  /// the first event that the decision's differences from the base (placement, priority)
+  /// can affect. The base is the decision of the simulate_delta() call that keep_as_base()
+  /// followed; before one, or for a fused decision or a change to an op without inputs,
+  /// the whole step is simulated. Each call records checkpoints of what it simulates
+  /// (about a dozen per step), so that it can become the base. With
+  /// SimulatorOptions::stop_on_oom, a plain simulate(). docs/simulator.md "Delta simulation".
+  ///
+  ///   sim.simulate_delta(current);  sim.keep_as_base();
+  ///   const auto& r = sim.simulate_delta(candidate);   // current with one unit moved
+  ///   if (accepted) sim.keep_as_base();
+  const SimulationResult& simulate_delta(const core::Decision& decision);
+  /// The decision of the last simulate_delta() call becomes the base. After a fused
+  /// decision, or a simulate() call in between, there is none (the next call simulates
+  /// the whole step).
+  void keep_as_base();
+  /// The share of its step's events the last simulate_delta() call simulated (1: all).
+  [[nodiscard]] double last_delta_share() const;
+
   /// The cached time of op `op` on device `device` (as the cost model gave it).
   [[nodiscard]] Seconds op_time(NodeId op, DeviceId device) const;
   /// The fused groups of the last simulate() call (each op alone when it had no fusion).

@@ -1,6 +1,8 @@
 #include "simulator/step_model.h"
 
 #include <algorithm>
+#include <limits>
+#include <memory>
 
 #include "core/errors.h"
 #include "simulator/simulator.h"
@@ -411,24 +413,13 @@ void StepModel::run() {
               "the simulation ended with ops not run");
 }
 
-void StepModel::simulate(const core::Decision& decision, bool stop_on_oom,
-                         SimulationObserver* observer, SimulationResult& result) {
+void StepModel::begin_run(const core::Decision& decision, bool stop_on_oom,
+                          SimulationObserver* observer) {
   const NodeId n = graph_.num_nodes();
   place_ = decision.placement ? decision.placement->data() : zero_placement_.data();
   priority_ = decision.priority ? decision.priority->data() : nullptr;
   observer_ = observer;
   memory_observed_ = false;
-  bool fused = false;
-  if (decision.fusion) {
-    fused = std::any_of(decision.fusion->begin(), decision.fusion->end(),
-                        [](std::int32_t f) { return f > 0; });
-  }
-  tasks_.use_ops();
-  if (fused) {
-    tasks_.use_fusion(place_, decision.placement.has_value(), priority_, decision.fusion->data(),
-                      cost_model_);
-  }
-
   engine_.reset();
   for (ComputeDevice& device : devices_) device.reset(priority_ != nullptr);
   memory_.reset(stop_on_oom);
@@ -445,18 +436,9 @@ void StepModel::simulate(const core::Decision& decision, bool stop_on_oom,
     ops_[at(v)].pending = graph_.in_end(v) - graph_.in_begin(v);  // fused runs reset it per group
   }
   for (DeviceId d = 0; d < num_devices_; ++d) allocate(d, params[at(d)]);
+}
 
-  if (observer_) {
-    observer_->on_simulation_begin(SimulationContext{&graph_.graph(), &cluster_, &decision});
-    for (DeviceId d = 0; d < num_devices_; ++d) report_memory(d);
-    memory_observed_ = true;
-  }
-  if (fused) {
-    observer_ ? run<true, true>() : run<true, false>();
-  } else {
-    observer_ ? run<false, true>() : run<false, false>();
-  }
-
+void StepModel::write_result(SimulationResult& result) {
   result.step_time_s = engine_.now();
   result.oom = memory_.oom();
   result.oom_device = memory_.oom_device();
@@ -467,14 +449,236 @@ void StepModel::simulate(const core::Decision& decision, bool stop_on_oom,
     DeviceResult& dev = result.devices[at(d)];
     dev.busy_s = devices_[at(d)].busy_s();
     dev.peak_memory_bytes = memory_.peak_bytes(d);
-    dev.param_bytes = params[at(d)];
+    dev.param_bytes = param_bytes_[at(d)];
     dev.num_kernels = devices_[at(d)].num_kernels();
     result.num_kernels += dev.num_kernels;
   }
   result.bytes_moved = links_.write_link_results(network_, result.links);
+}
+
+void StepModel::simulate(const core::Decision& decision, bool stop_on_oom,
+                         SimulationObserver* observer, SimulationResult& result) {
+  scratch_valid_ = false;  // the live state is no longer the last recorded run's
+  bool fused = false;
+  if (decision.fusion) {
+    fused = std::any_of(decision.fusion->begin(), decision.fusion->end(),
+                        [](std::int32_t f) { return f > 0; });
+  }
+  tasks_.use_ops();
+  if (fused) {
+    place_ = decision.placement ? decision.placement->data() : zero_placement_.data();
+    priority_ = decision.priority ? decision.priority->data() : nullptr;
+    tasks_.use_fusion(place_, decision.placement.has_value(), priority_, decision.fusion->data(),
+                      cost_model_);
+  }
+  begin_run(decision, stop_on_oom, observer);
+  if (observer_) {
+    observer_->on_simulation_begin(SimulationContext{&graph_.graph(), &cluster_, &decision});
+    for (DeviceId d = 0; d < num_devices_; ++d) report_memory(d);
+    memory_observed_ = true;
+  }
+  if (fused) {
+    observer_ ? run<true, true>() : run<true, false>();
+  } else {
+    observer_ ? run<false, true>() : run<false, false>();
+  }
+  write_result(result);
   if (observer_) observer_->on_simulation_end(result);
   observer_ = nullptr;
   memory_observed_ = false;
+}
+
+// --- Delta simulation.
+
+// Everything a run changes (OpState's device is the decision's, patched on restore).
+struct StepModel::Checkpoint {
+  Engine engine;
+  std::vector<ComputeDevice> devices;
+  MemoryTracker memory;
+  Links links;
+  TransferTable transfers;
+  std::vector<OpState> ops;
+  std::int32_t finished_tasks;
+  std::uint64_t stamp;
+  std::vector<std::uint64_t> remote_mark;
+  std::vector<Bytes> param_bytes;  // per device, of the run that saved it (memory holds them)
+};
+
+// What the Engine calls in a recorded run (unfused, unobserved): the handlers of
+// Handlers<false, false>, counting events, with a checkpoint before every interval_-th.
+struct StepModel::RecordingHandlers {
+  StepModel& model;
+  void dispatch() {
+    model.dispatch_changed<false, false>();
+    if (model.events_ % model.interval_ == 0) {
+      model.save_checkpoint(static_cast<std::size_t>(model.events_ / model.interval_));
+    }
+  }
+  [[nodiscard]] bool stopped() const { return false; }
+  void on_kernel_end(std::int32_t task) {
+    model.finish_event_[at(task)] = static_cast<std::int32_t>(model.events_++);
+    model.finish<false, false>(task);
+  }
+  void on_arrival(std::int32_t id) {
+    ++model.events_;
+    model.arrive<false, false>(id);
+  }
+};
+
+StepModel::~StepModel() = default;
+
+void StepModel::save_checkpoint(std::size_t index) {
+  if (scratch_checkpoints_.size() <= index) scratch_checkpoints_.resize(index + 1);
+  auto& slot = scratch_checkpoints_[index];
+  if (!slot) {
+    slot = std::make_unique<Checkpoint>(Checkpoint{engine_, devices_, memory_, links_, transfers_,
+                                                   ops_, finished_tasks_, stamp_, remote_mark_,
+                                                   param_bytes_});
+  } else {
+    Checkpoint& c = *slot;
+    c.engine = engine_;
+    for (std::size_t d = 0; d < devices_.size(); ++d) c.devices[d].copy_run_state(devices_[d]);
+    c.memory = memory_;
+    c.links.copy_run_state(links_, at(transfers_.num_slots()));
+    c.transfers.copy_run_state(transfers_);
+    c.ops = ops_;
+    c.finished_tasks = finished_tasks_;
+    c.stamp = stamp_;
+    c.remote_mark = remote_mark_;
+    c.param_bytes = param_bytes_;
+  }
+  scratch_count_ = index + 1;
+}
+
+void StepModel::restore_checkpoint(const Checkpoint& c) {
+  engine_ = c.engine;
+  for (std::size_t d = 0; d < devices_.size(); ++d) devices_[d].copy_run_state(c.devices[d]);
+  memory_ = c.memory;
+  links_.copy_run_state(c.links, at(c.transfers.num_slots()));
+  transfers_.copy_run_state(c.transfers);
+  ops_ = c.ops;
+  finished_tasks_ = c.finished_tasks;
+  stamp_ = c.stamp;
+  remote_mark_ = c.remote_mark;
+  num_changed_ = 0;
+}
+
+void StepModel::remember_scratch_decision(const core::Decision& decision) {
+  const auto n = at(graph_.num_nodes());
+  if (decision.placement) {
+    scratch_place_ = *decision.placement;
+  } else {
+    scratch_place_.assign(n, 0);
+  }
+  scratch_has_priority_ = decision.priority.has_value();
+  if (scratch_has_priority_) scratch_priority_ = *decision.priority;
+}
+
+void StepModel::run_recorded(const core::Decision& decision, SimulationResult& result) {
+  tasks_.use_ops();
+  begin_run(decision, false, nullptr);
+  finish_event_.assign(at(graph_.num_nodes()), 0);
+  // About a dozen checkpoints per step (a step has the ops' events and its transfers').
+  interval_ = std::max<std::int64_t>(256, graph_.num_nodes() / 12);
+  events_ = 0;
+  scratch_from_ = 0;
+  scratch_count_ = 0;
+  for (const NodeId v : graph_.sources()) make_ready<false>(v, place_[v]);
+  RecordingHandlers handlers{*this};
+  engine_.run(handlers);
+  GOPT_ASSERT(finished_tasks_ == graph_.num_nodes(), "the simulation ended with ops not run");
+  delta_events_ = events_;
+  write_result(result);
+  remember_scratch_decision(decision);
+  scratch_valid_ = true;
+}
+
+void StepModel::simulate_delta(const core::Decision& decision, SimulationResult& result) {
+  if (decision.fusion && std::any_of(decision.fusion->begin(), decision.fusion->end(),
+                                     [](std::int32_t f) { return f > 0; })) {
+    simulate(decision, false, nullptr, result);  // not recorded: fused runs have no checkpoints
+    delta_events_ = -1;
+    return;
+  }
+  const NodeId n = graph_.num_nodes();
+  if (!base_valid_ || decision.priority.has_value() != base_has_priority_) {
+    run_recorded(decision, result);
+    return;
+  }
+  // The first event whose handler reads a changed op's device or priority: the kernel end
+  // of one of its producers (which satisfies it there or sends it its input). A changed
+  // op without producers is read before the first event.
+  const DeviceId* place = decision.placement ? decision.placement->data() : zero_placement_.data();
+  const std::int32_t* priority = decision.priority ? decision.priority->data() : nullptr;
+  std::int64_t first = std::numeric_limits<std::int64_t>::max();
+  for (NodeId v = 0; v < n; ++v) {
+    const bool changed = place[v] != base_place_[at(v)] ||
+                         (priority != nullptr && priority[v] != base_priority_[at(v)]);
+    if (!changed) continue;
+    if (graph_.in_begin(v) == graph_.in_end(v)) {
+      run_recorded(decision, result);
+      return;
+    }
+    for (auto s = graph_.in_begin(v); s < graph_.in_end(v); ++s) {
+      first = std::min<std::int64_t>(first, base_finish_event_[at(graph_.in_edges()[s].source)]);
+    }
+  }
+  const std::size_t index = std::min<std::size_t>(
+      base_count_ - 1, static_cast<std::size_t>(
+                           std::min(first / interval_, static_cast<std::int64_t>(base_count_))));
+  tasks_.use_ops();
+  const Checkpoint& checkpoint = *base_checkpoints_[index];
+  restore_checkpoint(checkpoint);
+  place_ = place;
+  priority_ = priority;
+  observer_ = nullptr;
+  memory_observed_ = false;
+  // The new decision's parameters: resident from time 0, so the prefix's memory is the
+  // base's shifted by the difference (unless that would have run out of memory in the
+  // prefix, whose time is unknown here: then the whole step).
+  std::vector<Bytes>& params = param_bytes_;
+  params.assign(at(num_devices_), 0);
+  const Bytes* param_bytes = graph_.graph().param_bytes().data();
+  for (NodeId v = 0; v < n; ++v) {
+    params[at(place[v])] += param_bytes[v];
+    ops_[at(v)].device = place[v];
+  }
+  for (DeviceId d = 0; d < num_devices_; ++d) {
+    memory_.shift(d, params[at(d)] - checkpoint.param_bytes[at(d)]);
+  }
+  if (memory_.oom() || memory_.over_capacity()) {
+    run_recorded(decision, result);
+    return;
+  }
+  finish_event_ = base_finish_event_;
+  events_ = static_cast<std::int64_t>(index) * interval_;
+  const std::int64_t start = events_;
+  scratch_from_ = index;
+  RecordingHandlers handlers{*this};
+  engine_.run(handlers);
+  GOPT_ASSERT(finished_tasks_ == n, "the simulation ended with ops not run");
+  delta_events_ = events_ - start;
+  write_result(result);
+  remember_scratch_decision(decision);
+  scratch_valid_ = true;
+}
+
+void StepModel::keep_as_base() {
+  if (!scratch_valid_) {  // a fused or plain run last: no checkpoints to keep
+    base_valid_ = false;
+    return;
+  }
+  if (base_checkpoints_.size() < scratch_count_) base_checkpoints_.resize(scratch_count_);
+  for (std::size_t c = scratch_from_; c < scratch_count_; ++c) {
+    std::swap(base_checkpoints_[c], scratch_checkpoints_[c]);
+  }
+  base_count_ = scratch_count_;
+  std::swap(base_finish_event_, finish_event_);
+  std::swap(base_place_, scratch_place_);
+  std::swap(base_priority_, scratch_priority_);
+  base_has_priority_ = scratch_has_priority_;
+  base_valid_ = true;
+  scratch_valid_ = false;
 }
 
 KernelEvent StepModel::kernel_event(std::int32_t task, DeviceId d) const {

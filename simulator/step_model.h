@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "core/decision.h"
@@ -33,6 +34,9 @@ class StepModel {
   /// Sizes every buffer for the graph and the cluster; the references must outlive it.
   StepModel(const PackedGraph& graph, const hardware::Cluster& cluster,
             const hardware::CostModel& cost_model, const hardware::NetworkModel& network);
+  ~StepModel();
+  StepModel(const StepModel&) = delete;
+  StepModel& operator=(const StepModel&) = delete;
 
   /// Runs one step of `decision` (already validated) and writes every field of `result`
   /// but the lower bounds. `observer` may be null.
@@ -42,9 +46,24 @@ class StepModel {
   /// The tasks of the last run (fused groups, or each op alone).
   [[nodiscard]] const TaskTable& tasks() const { return tasks_; }
 
+  /// Delta simulation (docs/simulator.md): the same run and result as simulate() without
+  /// an observer or a stop at OOM, but started from the base run's last checkpoint before
+  /// the first event that a change of placement or priority can affect. The run records
+  /// its own checkpoints, so keep_as_base() can make it the next base. A fused decision, a
+  /// change at time 0 or none base yet: the whole step, recorded.
+  void simulate_delta(const core::Decision& decision, SimulationResult& result);
+  /// The last simulate_delta() run becomes the base of the next ones. After a simulate()
+  /// in between, or a fused run, there is no base (the next run is whole).
+  void keep_as_base();
+  /// Events the last simulate_delta() run simulated, and its step's events in all.
+  [[nodiscard]] std::int64_t delta_events() const { return delta_events_; }
+  [[nodiscard]] std::int64_t step_events() const { return events_; }
+
  private:
   template <bool kFused, bool kObserved>
   struct Handlers;
+  struct RecordingHandlers;
+  struct Checkpoint;
 
   // Per-op state of a run. Fused, the task fields (pending, stream) are indexed by group
   // and the op fields by op.
@@ -64,6 +83,15 @@ class StepModel {
 
   template <bool kFused, bool kObserved>
   void run();
+  // Resets every resource and places the parameters: the state before the first event.
+  void begin_run(const core::Decision& decision, bool stop_on_oom, SimulationObserver* observer);
+  // The fields of `result` from the resources after a run.
+  void write_result(SimulationResult& result);
+  // A whole recorded run (simulate_delta without a usable base).
+  void run_recorded(const core::Decision& decision, SimulationResult& result);
+  void save_checkpoint(std::size_t index);
+  void restore_checkpoint(const Checkpoint& c);
+  void remember_scratch_decision(const core::Decision& decision);
   template <bool kFused, bool kObserved>
   void dispatch_changed();
   template <bool kFused, bool kObserved>
@@ -152,6 +180,28 @@ class StepModel {
   std::vector<Bytes> remote_bytes_;
   std::vector<std::int32_t> remote_transfer_;
   std::uint64_t stamp_ = 0;
+
+  // --- Delta simulation. A recorded run keeps a checkpoint before every interval_-th
+  // event and the index of the event at which each op's kernel ended; the base run's are
+  // kept (base_*), the last recorded run's are scratch until keep_as_base() takes them.
+  std::int64_t interval_ = 1;
+  std::int64_t events_ = 0;        // events handled by the current (or last) recorded run
+  std::int64_t delta_events_ = 0;  // of those, the ones the last simulate_delta() simulated
+  std::vector<std::int32_t> finish_event_;
+  std::vector<std::unique_ptr<Checkpoint>> scratch_checkpoints_;
+  std::size_t scratch_from_ = 0;   // scratch checkpoints before it are the base's
+  std::size_t scratch_count_ = 0;  // checkpoints of the last recorded run
+  bool scratch_valid_ = false;
+  std::vector<DeviceId> scratch_place_;
+  std::vector<std::int32_t> scratch_priority_;
+  bool scratch_has_priority_ = false;
+  std::vector<std::unique_ptr<Checkpoint>> base_checkpoints_;
+  std::size_t base_count_ = 0;
+  bool base_valid_ = false;
+  std::vector<std::int32_t> base_finish_event_;
+  std::vector<DeviceId> base_place_;
+  std::vector<std::int32_t> base_priority_;
+  bool base_has_priority_ = false;
 };
 
 }  // namespace gopt::simulator

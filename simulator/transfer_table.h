@@ -6,6 +6,7 @@
 // is the id observers see. Sized once for a graph: a run allocates nothing.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -53,6 +54,26 @@ class TransferTable {
     num_consumers_ = 0;
     times_.clear();
   }
+
+  /// The state of `o` (of the same graph, unobserved): its live entries only. What a delta
+  /// simulation restores from a checkpoint.
+  void copy_run_state(const TransferTable& o) {
+    GOPT_ASSERT(!o.observed_, "an observed run has no checkpoints");
+    observed_ = false;
+    num_issued_ = o.num_issued_;
+    num_slots_ = o.num_slots_;
+    num_free_ = o.num_free_;
+    num_consumers_ = o.num_consumers_;
+    auto copy = [](const auto& from, auto& to, std::int32_t count) {
+      std::copy(from.begin(), from.begin() + count, to.begin());
+    };
+    copy(o.transfers_, transfers_, num_slots_);
+    copy(o.free_slots_, free_slots_, num_free_);
+    copy(o.consumers_, consumers_, num_consumers_);
+    slot_transfer_ = o.slot_transfer_;
+  }
+  /// Transfer ids in use so far are below this.
+  [[nodiscard]] std::int32_t num_slots() const { return num_slots_; }
 
   /// The id of a new transfer (a free slot when unobserved).
   std::int32_t allocate() {

@@ -26,6 +26,18 @@ std::int32_t fusion_on(const core::CompiledGraph& g, NodeId v) {
 
 constexpr std::int32_t kPriorityLevels = 8;
 
+// Moves after which the search decides whether delta simulation pays on its problem.
+constexpr std::int64_t kDeltaProbe = 16;
+
+// The best valid step time `env` had seen when it had counted `samples` samples.
+Seconds best_at(const Environment& env, std::int64_t samples) {
+  const auto& list = env.improvements();
+  for (auto b = list.rbegin(); b != list.rend(); ++b) {
+    if (b->samples <= samples) return b->step_time_s;
+  }
+  return std::numeric_limits<Seconds>::infinity();
+}
+
 class AnnealingAgent final : public Agent {
  public:
   explicit AnnealingAgent(AnnealingOptions options) : options_(std::move(options)) {}
@@ -61,15 +73,16 @@ class AnnealingAgent final : public Agent {
     std::int64_t step = 0;
     double step_time_sum = 0;
     std::int64_t in_step = 0;
-    auto record = [&](const Evaluation& e) {
+    // `samples`: the samples counted once `e` was (the starts are counted as a batch).
+    auto record = [&](const Evaluation& e, std::int64_t samples) {
       step_time_sum += e.oom ? e.step_time_s * options_.oom_factor : e.step_time_s;
-      if (++in_step < per_step && env.samples() < limit) return;
+      if (++in_step < per_step && samples < limit) return;
       ++step;
       if (observer) {
         LearningCurvePoint p;
         p.step = step;
-        p.samples = env.samples();
-        p.best_step_time_s = env.best_step_time_s();
+        p.samples = samples;
+        p.best_step_time_s = best_at(env, samples);
         p.mean_step_time_s = step_time_sum / static_cast<double>(in_step);
         p.wall_s = elapsed();
         observer->on_training_step(p);
@@ -86,23 +99,46 @@ class AnnealingAgent final : public Agent {
     register_builtin_agents(starters);
     core::Decision current;
     double current_cost = std::numeric_limits<double>::infinity();
+    // Proposed while the budget lasts (one sample each), then simulated as one batch.
+    std::vector<core::Decision> start_decisions;
     for (const auto& name : options_.starts) {
-      if (out_of_budget()) break;
+      if (env.samples() + static_cast<std::int64_t>(start_decisions.size()) >= limit ||
+          elapsed() >= budget.max_seconds) {
+        break;
+      }
       auto agent = starters.create(name);
       core::Decision d = agent->propose(problem);
       complete(d, g);
       order(d, problem);
-      const Evaluation e = env.evaluate(d);
-      record(e);
+      start_decisions.push_back(std::move(d));
+    }
+    const std::vector<Evaluation> start_evaluations = env.evaluate_many(start_decisions);
+    for (std::size_t i = 0; i < start_decisions.size(); ++i) {
+      const Evaluation& e = start_evaluations[i];
+      record(e, env.samples() - static_cast<std::int64_t>(start_decisions.size() - 1 - i));
       if (cost_of(e) < current_cost) {
         current_cost = cost_of(e);
-        current = std::move(d);
+        current = std::move(start_decisions[i]);
       }
     }
     if (!current.placement) {  // no start evaluated (a budget below one sample)
       current = core::Decision{};
       complete(current, g);
     }
+    // Moves are simulated from the current decision (delta simulation: it is the base) while
+    // that pays: a move whose ops read tensors made at the start of the step (parameters)
+    // re-simulates nearly all of it and pays for the checkpoints on top. After
+    // kDeltaProbe moves, delta simulation stays only if they re-simulated under half of
+    // the step on average. The step times are the same either way.
+    bool use_delta = true;
+    double delta_share = 0;
+    std::int64_t delta_moves = 0;
+    auto rebase = [&] {
+      if (!use_delta) return;
+      (void)env.simulator().simulate_delta(current);
+      env.keep_as_base();
+    };
+    rebase();
     core::Decision best = current;
     double best_cost = current_cost;
     std::int64_t since_best = 0;
@@ -121,13 +157,18 @@ class AnnealingAgent final : public Agent {
       core::Decision candidate = current;
       move(candidate, problem, rng);
       order(candidate, problem);
-      const Evaluation e = env.evaluate(candidate);
-      record(e);
+      const Evaluation e = use_delta ? env.evaluate_delta(candidate) : env.evaluate(candidate);
+      if (use_delta) {
+        delta_share += env.simulator().last_delta_share();
+        if (++delta_moves == kDeltaProbe) use_delta = delta_share / kDeltaProbe < 0.5;
+      }
+      record(e, env.samples());
       const double cost = cost_of(e);
       const double delta = (cost - current_cost) / std::max(current_cost, 1e-30);
       if (delta <= 0 || (temperature > 0 && rng.uniform() < std::exp(-delta / temperature))) {
         current = std::move(candidate);
         current_cost = cost;
+        if (use_delta) env.keep_as_base();
       }
       if (current_cost < best_cost) {
         best = current;
@@ -137,6 +178,7 @@ class AnnealingAgent final : public Agent {
         current = best;
         current_cost = best_cost;
         since_best = 0;
+        rebase();
       }
     }
     // The best decision that fits (the environment saw every evaluation, the starts

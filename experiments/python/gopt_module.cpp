@@ -12,7 +12,6 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
-#include <sched.h>
 
 #include <algorithm>
 #include <chrono>
@@ -39,6 +38,7 @@
 #include "core/errors.h"
 #include "core/op_kind.h"
 #include "core/strings.h"
+#include "core/worker_pool.h"
 #include "datasets/workload_registry.h"
 #include "experiments/cli.h"
 #include "experiments/hdf5_sink.h"
@@ -48,6 +48,7 @@
 #include "simulator/chrome_trace.h"
 #include "simulator/lower_bounds.h"
 #include "simulator/simulator.h"
+#include "simulator/simulator_pool.h"
 
 namespace py = pybind11;
 
@@ -173,32 +174,24 @@ Result copy_result(const simulator::SimulationResult& r) {
   return out;
 }
 
-// The cores this process may use (its affinity mask), at least 1.
-int usable_cores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return std::max(1U, std::thread::hardware_concurrency());
-}
-
 /// A simulator of one graph on one hardware profile, reused across calls: op times are
-/// asked from the cost model once. simulate_many runs on one C++ Simulator per thread,
-/// each built on first use and kept.
+/// asked from the cost model once. simulate_many runs on a simulator::SimulatorPool (one C++
+/// Simulator per thread, each built on first use and kept).
 class PySimulator {
  public:
   PySimulator(Graph graph, Hardware hardware)
-      : graph_(std::move(graph)), hardware_(std::move(hardware)) {
-    sims_.push_back(make());
-  }
+      : graph_(std::move(graph)),
+        hardware_(std::move(hardware)),
+        pool_(*graph_.graph, *hardware_.cluster, *hardware_.cost) {}
 
   // Both release the GIL before they take the simulator's lock: a thread waiting for the
   // lock must not hold the GIL that the thread inside needs to return.
   Result simulate(const core::Decision& decision, bool trace) {
     py::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!trace) return copy_result(sims_[0]->simulate(decision));
+    if (!trace) return copy_result(pool_.primary().simulate(decision));
     simulator::ChromeTraceWriter writer;
-    Result r = copy_result(sims_[0]->simulate(decision, &writer));
+    Result r = copy_result(pool_.primary().simulate(decision, &writer));
     r.trace = writer.to_json();
     return r;
   }
@@ -208,36 +201,18 @@ class PySimulator {
   std::vector<Result> simulate_many(const std::vector<core::Decision>& decisions, int threads) {
     py::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(mutex_);
-    if (threads <= 0) threads = usable_cores();
-    threads = std::max(1, std::min<int>(threads, static_cast<int>(decisions.size())));
-    while (static_cast<int>(sims_.size()) < threads) sims_.push_back(make());
+    if (threads <= 0) threads = core::usable_cores();
+    // Checked first, in order: the first bad decision is the one a serial run raises at.
+    for (std::size_t i = 0; i < decisions.size(); ++i) {
+      core::validate_decision(decisions[i], graph_.graph->num_nodes(),
+                              hardware_.cluster->num_devices(),
+                              "decisions[" + std::to_string(i) + "]", &graph_.graph->node_names());
+    }
+    pool_.set_threads(std::max(1, std::min<int>(threads, static_cast<int>(decisions.size()))));
     std::vector<Result> out(decisions.size());
-    // Each thread stops at its first bad decision; the lowest such index is the one a
-    // serial run would have raised at.
-    std::vector<std::pair<std::size_t, std::exception_ptr>> errors(
-        static_cast<std::size_t>(threads), {decisions.size(), nullptr});
-    auto work = [&](int t) {
-      const auto step = static_cast<std::size_t>(threads);
-      for (auto i = static_cast<std::size_t>(t); i < decisions.size(); i += step) {
-        try {
-          core::validate_decision(
-              decisions[i], graph_.graph->num_nodes(), hardware_.cluster->num_devices(),
-              "decisions[" + std::to_string(i) + "]", &graph_.graph->node_names());
-          out[i] = copy_result(sims_[static_cast<std::size_t>(t)]->simulate(decisions[i]));
-        } catch (...) {
-          errors[static_cast<std::size_t>(t)] = {i, std::current_exception()};
-          return;
-        }
-      }
-    };
-    std::vector<std::thread> pool;
-    for (int t = 1; t < threads; ++t) pool.emplace_back(work, t);
-    work(0);
-    for (auto& th : pool) th.join();
-    const auto first =
-        std::min_element(errors.begin(), errors.end(),
-                         [](const auto& a, const auto& b) { return a.first < b.first; });
-    if (first->second) std::rethrow_exception(first->second);
+    pool_.simulate_each(decisions, [&](std::size_t i, const simulator::SimulationResult& r) {
+      out[i] = copy_result(r);
+    });
     return out;
   }
 
@@ -246,7 +221,7 @@ class PySimulator {
     std::lock_guard<std::mutex> lock(mutex_);
     const auto start = std::chrono::steady_clock::now();
     double sum = 0;
-    for (int i = 0; i < repeats; ++i) sum += sims_[0]->simulate(decision).step_time_s;
+    for (int i = 0; i < repeats; ++i) sum += pool_.primary().simulate(decision).step_time_s;
     const std::chrono::duration<double> wall = std::chrono::steady_clock::now() - start;
     volatile double keep = sum;  // the loop's results are used
     (void)keep;
@@ -261,17 +236,13 @@ class PySimulator {
                                  std::to_string(hardware_.cluster->num_devices()) + "), found " +
                                  std::to_string(device));
     }
-    return sims_[0]->op_time(op, device);
+    return pool_.primary().op_time(op, device);
   }
 
   const Graph& graph() const { return graph_; }
   const Hardware& hardware() const { return hardware_; }
 
  private:
-  std::unique_ptr<simulator::Simulator> make() const {
-    return std::make_unique<simulator::Simulator>(*graph_.graph, *hardware_.cluster,
-                                                  *hardware_.cost);
-  }
   void check_op(int op) const {
     if (op < 0 || op >= graph_.graph->num_nodes()) {
       throw core::InputError("op_time_s", "op",
@@ -282,8 +253,8 @@ class PySimulator {
 
   Graph graph_;
   Hardware hardware_;
-  std::mutex mutex_;
-  std::vector<std::unique_ptr<simulator::Simulator>> sims_;
+  std::mutex mutex_;  // one call at a time on pool_
+  simulator::SimulatorPool pool_;
 };
 
 // Decisions from a 2-D array (one row per decision) or a sequence of 1-D arrays.
