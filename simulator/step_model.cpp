@@ -605,23 +605,29 @@ void StepModel::simulate_delta(const core::Decision& decision, SimulationResult&
     run_recorded(decision, result);
     return;
   }
-  // The first event whose handler reads a changed op's device or priority: the kernel end
-  // of one of its producers (which satisfies it there or sends it its input). A changed
-  // op without producers is read before the first event.
+  // The first event whose handler can read a changed op's device or priority. Its device
+  // is read at the kernel end of each of its producers (which satisfies it there or sends
+  // it its input); its priority only when it becomes ready, at or after the kernel end of
+  // its last producer. A changed op without producers is read before the first event.
   const DeviceId* place = decision.placement ? decision.placement->data() : zero_placement_.data();
   const std::int32_t* priority = decision.priority ? decision.priority->data() : nullptr;
   std::int64_t first = std::numeric_limits<std::int64_t>::max();
   for (NodeId v = 0; v < n; ++v) {
-    const bool changed = place[v] != base_place_[at(v)] ||
-                         (priority != nullptr && priority[v] != base_priority_[at(v)]);
-    if (!changed) continue;
+    const bool moved = place[v] != base_place_[at(v)];
+    const bool reordered = priority != nullptr && priority[v] != base_priority_[at(v)];
+    if (!moved && !reordered) continue;
     if (graph_.in_begin(v) == graph_.in_end(v)) {
       run_recorded(decision, result);
       return;
     }
+    std::int64_t earliest = std::numeric_limits<std::int64_t>::max();
+    std::int64_t latest = 0;
     for (auto s = graph_.in_begin(v); s < graph_.in_end(v); ++s) {
-      first = std::min<std::int64_t>(first, base_finish_event_[at(graph_.in_edges()[s].source)]);
+      const std::int64_t end = base_finish_event_[at(graph_.in_edges()[s].source)];
+      earliest = std::min(earliest, end);
+      latest = std::max(latest, end);
     }
+    first = std::min(first, moved ? earliest : latest);
   }
   const std::size_t index = std::min<std::size_t>(
       base_count_ - 1, static_cast<std::size_t>(

@@ -125,16 +125,19 @@ BENCHMARK(BM_HdpTrainStep)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(10);
 
-// One search move on gnmt_8: a unit of the human-expert placement moved to another device,
-// simulated whole (simulate) or from the expert's checkpoints (simulate_delta, issue #56).
-// `unit`: a whole layer (the workload's layer metadata) or a block of up to 64 consecutive
-// ops in topological order, annealing's two commonest moves. resimulated: the share of the
-// step's events the delta runs simulated.
+// One search move on gnmt_8 from the human-expert placement, simulated whole (simulate) or
+// from the expert's checkpoints (simulate_delta, issue #56). `move`: 0, a block of up to 64
+// consecutive ops in topological order to another device; 1, a whole layer (the workload's
+// layer metadata) to another device; 2, a block's priorities set to one level (the
+// scheduling task's move, on the expert placement with all priorities 0). resimulated:
+// the share of the step's events the delta runs simulated.
 void BM_SearchMove(benchmark::State& state) {
   auto& f = gnmt8();
   const bool delta = state.range(0) != 0;
-  const bool layers = state.range(1) != 0;
-  const auto expert = f.registry.create("human_expert")->propose(f.problem);
+  const auto kind = state.range(1);
+  auto expert = f.registry.create("human_expert")->propose(f.problem);
+  const auto n = static_cast<std::size_t>(f.graph.num_nodes());
+  if (kind == 2) expert.priority = std::vector<std::int32_t>(n, 0);
   const auto& order = f.graph.topological_order();
   std::map<std::int32_t, std::vector<core::NodeId>> by_layer;
   for (core::NodeId v = 0; v < f.graph.num_nodes(); ++v) {
@@ -146,7 +149,7 @@ void BM_SearchMove(benchmark::State& state) {
   for (int i = 0; i < 32; ++i) {
     core::Decision d = expert;
     std::vector<core::NodeId> unit;
-    if (layers && !by_layer.empty()) {
+    if (kind == 1 && !by_layer.empty()) {
       auto it = by_layer.begin();
       std::advance(it, rng.uniform_int(0, static_cast<std::int64_t>(by_layer.size()) - 1));
       unit = it->second;
@@ -158,7 +161,14 @@ void BM_SearchMove(benchmark::State& state) {
     }
     const auto from = (*d.placement)[static_cast<std::size_t>(unit.front())];
     const auto to = static_cast<core::DeviceId>((from + 1 + rng.uniform_int(0, 2)) % 4);
-    for (auto v : unit) (*d.placement)[static_cast<std::size_t>(v)] = to;
+    const auto level = static_cast<std::int32_t>(rng.uniform_int(1, 7));
+    for (auto v : unit) {
+      if (kind == 2) {
+        (*d.priority)[static_cast<std::size_t>(v)] = level;
+      } else {
+        (*d.placement)[static_cast<std::size_t>(v)] = to;
+      }
+    }
     moves.push_back(std::move(d));
   }
   simulator::Simulator sim(f.graph, f.cluster, f.cost);
@@ -178,8 +188,8 @@ void BM_SearchMove(benchmark::State& state) {
 }
 BENCHMARK(BM_SearchMove)
     ->Name("BM_SearchMove/gnmt_8")
-    ->ArgNames({"delta", "layer"})
-    ->ArgsProduct({{0, 1}, {0, 1}})
+    ->ArgNames({"delta", "move"})
+    ->ArgsProduct({{0, 1}, {0, 1, 2}})
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace
