@@ -9,6 +9,7 @@
 
 #include <optional>
 
+#include "agents/compute_threads.h"
 #include "agents/cpu_numerics.h"
 #include "agents/go/go_features.h"
 #include "agents/go/go_model.h"
@@ -24,12 +25,16 @@ namespace {
 
 using namespace gopt;
 
-// The BLAS kernels `gopt` runs with (experiments/main.cpp does the same), chosen before any
-// benchmark and named in the output's context.
+// The BLAS kernels and the thread count `gopt` runs with (experiments/main.cpp does the
+// same: one LibTorch and OpenBLAS thread per job, agents/compute_threads.h), chosen before
+// any benchmark and named in the output's context. Without the limit, LibTorch and OpenBLAS
+// took every core, which no gopt job does.
 const bool kBlasSelected = [] {
+  agents::limit_compute_threads(1);
   const std::string changed = agents::select_cpu_kernels();
   benchmark::AddCustomContext("cpu_numerics", agents::cpu_numerics_description() +
                                                   (changed.empty() ? "" : " (" + changed + ")"));
+  benchmark::AddCustomContext("compute_threads", "1 (as every gopt job)");
   return true;
 }();
 
