@@ -1,6 +1,5 @@
 #include "simulator/simulator_pool.h"
 
-#include <algorithm>
 #include <utility>
 
 namespace gopt::simulator {
@@ -13,22 +12,20 @@ SimulatorPool::SimulatorPool(const core::CompiledGraph& graph, const hardware::C
 
 SimulatorPool::~SimulatorPool() = default;
 
-void SimulatorPool::set_threads(int threads) {
-  threads = std::max(1, threads);
-  if (threads == this->threads() && (threads == 1 || workers_)) return;
-  while (this->threads() < threads) {
-    simulators_.push_back(std::make_unique<Simulator>(graph_, cluster_, cost_model_, options_));
-  }
-  simulators_.resize(static_cast<std::size_t>(threads));
-  workers_ = threads > 1 ? std::make_unique<core::WorkerPool>(threads) : nullptr;
-}
-
 void SimulatorPool::simulate_each(
     const std::vector<core::Decision>& decisions,
     const std::function<void(std::size_t, const SimulationResult&)>& take) {
-  if (!workers_ || decisions.size() < 2) {
+  if (threads_ < 2 || decisions.size() < 2) {
     for (std::size_t i = 0; i < decisions.size(); ++i) take(i, primary().simulate(decisions[i]));
     return;
+  }
+  // Simulators are kept once built (a later batch on more threads reuses them); the team
+  // of threads is rebuilt when its size changes.
+  while (simulators_.size() < static_cast<std::size_t>(threads_)) {
+    simulators_.push_back(std::make_unique<Simulator>(graph_, cluster_, cost_model_, options_));
+  }
+  if (!workers_ || workers_->size() != threads_) {
+    workers_ = std::make_unique<core::WorkerPool>(threads_);
   }
   workers_->run(decisions.size(), [&](int worker, std::size_t i) {
     take(i, simulators_[static_cast<std::size_t>(worker)]->simulate(decisions[i]));

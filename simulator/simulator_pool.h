@@ -31,10 +31,11 @@ class SimulatorPool {
   SimulatorPool(const SimulatorPool&) = delete;
   SimulatorPool& operator=(const SimulatorPool&) = delete;
 
-  /// Workers of simulate_each (at least 1): builds the Simulators and threads it lacks
-  /// (each Simulator asks the cost model for every op's time once).
-  void set_threads(int threads);
-  [[nodiscard]] int threads() const { return static_cast<int>(simulators_.size()); }
+  /// Workers of simulate_each (at least 1). The Simulators and threads it lacks are built
+  /// by the first batch that uses them (each Simulator asks the cost model for every op's
+  /// time once), so a pool that never simulates a batch costs one Simulator.
+  void set_threads(int threads) { threads_ = threads < 1 ? 1 : threads; }
+  [[nodiscard]] int threads() const { return threads_; }
 
   /// The Simulator of worker 0, for one decision at a time.
   [[nodiscard]] Simulator& primary() { return *simulators_.front(); }
@@ -52,8 +53,9 @@ class SimulatorPool {
   const hardware::Cluster& cluster_;
   const hardware::CostModel& cost_model_;
   SimulatorOptions options_;
-  std::vector<std::unique_ptr<Simulator>> simulators_;
-  std::unique_ptr<core::WorkerPool> workers_;
+  int threads_ = 1;
+  std::vector<std::unique_ptr<Simulator>> simulators_;  // the first: primary(); worker w's: [w]
+  std::unique_ptr<core::WorkerPool> workers_;           // of threads_ workers, once a batch ran
 };
 
 }  // namespace gopt::simulator
