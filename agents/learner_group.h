@@ -3,7 +3,7 @@
 // called by every member in the same order. The learner decides what it splits and
 // exchanges (GO: go_ppo.h); whatever the group's size, every member ends each update with
 // the same state, and the same state a learner alone would have. Implemented outside
-// agents/: over a c10d process group (experiments/distributed.h) and, for tests, over
+// agents/: over a c10d process group (experiments/run/team/distributed.h) and, for tests, over
 // threads of one process.
 //
 //   agent->set_learner_group(&group);  // before train(); null: alone

@@ -132,7 +132,7 @@ enum class WorkloadScope {
 };
 
 /// What an agent's jobs produce and consume, and which workloads they cover: what the
-/// runner's planner knows of an agent beyond its options (experiments/plan.h).
+/// runner's planner knows of an agent beyond its options (experiments/run/plan.h).
 ///
 ///   AgentArtifacts()
 ///       .produce({"pretrained_policy", "checkpoint", ".ckpt"})

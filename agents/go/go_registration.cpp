@@ -419,7 +419,7 @@ void register_go(AgentRegistry& registry) {
     registry.add(std::move(info));
   }
 
-  // Transfer learning as the runner plans it (experiments/plan.h): pretraining writes a
+  // Transfer learning as the runner plans it (experiments/run/plan.h): pretraining writes a
   // policy trained on the training workloads, fine-tuning and zero-shot read it on the
   // held-out ones.
   const ArtifactSpec policy{"pretrained_policy", "checkpoint", ".ckpt"};

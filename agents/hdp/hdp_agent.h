@@ -7,7 +7,7 @@
 // hierarchical_controller.py), each with an option restoring the reference value, are
 // listed in docs/agents.md "hdp": the learning rate (0.01 and decay from the start, not
 // 0.1 held for 400 updates: with Adam, 0.1 saturated the softmaxes within ten updates and
-// collapsed every run we tried onto a single device, tests/agents/hdp_test.cpp), placer
+// collapsed every run we tried onto a single device, tests/agents/hdp/hdp_test.cpp), placer
 // logits not bounded by tanh, noise that decays, and a baseline that starts at the first
 // rewards instead of the OOM reward.
 #pragma once

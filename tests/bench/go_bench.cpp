@@ -25,7 +25,7 @@ namespace {
 
 using namespace gopt;
 
-// The BLAS kernels and the thread count `gopt` runs with (experiments/main.cpp does the
+// The BLAS kernels and the thread count `gopt` runs with (experiments/cli/main.cpp does the
 // same: one LibTorch and OpenBLAS thread per job, agents/compute_threads.h), chosen before
 // any benchmark and named in the output's context. Without the limit, LibTorch and OpenBLAS
 // took every core, which no gopt job does.

@@ -5,7 +5,7 @@
 #include "agents/registry.h"
 #include "core/errors.h"
 #include "datasets/workload_registry.h"
-#include "experiments/config.h"
+#include "experiments/config/config.h"
 #include "tests/fuzz/fuzz_support.h"
 #include "tests/fuzz/fuzz_targets.h"
 

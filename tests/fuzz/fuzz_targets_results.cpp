@@ -6,7 +6,7 @@
 #include <string>
 
 #include "core/errors.h"
-#include "experiments/hdf5_sink.h"
+#include "experiments/results/hdf5_sink.h"
 #include "tests/fuzz/fuzz_support.h"
 #include "tests/fuzz/fuzz_targets.h"
 

@@ -1,0 +1,49 @@
+// The HDF5 results file read back (schema: docs/results-format.md): its format name and
+// versions, and the reader used by `gopt table`, `--resume`, the tables and the tests. The
+// writer is experiments/results/hdf5_sink.h.
+//
+//   ResultsFile file = read_results_file("results/quickstart.h5");   // InputError if bad
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "experiments/results/result_sink.h"
+
+namespace gopt::experiments {
+
+/// The value of the root attribute `format` of every gopt results file.
+inline constexpr std::string_view kResultsFormatName = "gopt-results";
+/// The schema version this build writes (root attribute `format_version`). Version 2 added
+/// provenance (per result and the file's run history); `--resume` continues only files of
+/// this version.
+inline constexpr std::int64_t kResultsFormatVersion = 2;
+/// The oldest schema version this build reads (`gopt table`, read_results_file).
+inline constexpr std::int64_t kOldestReadResultsFormatVersion = 1;
+
+/// A results file read back.
+struct ResultsFile {
+  std::string path;
+  std::int64_t format_version = kResultsFormatVersion;  ///< the schema version it was written in
+  /// The first run's facts, and every run into the file in `history` (empty in version 1).
+  RunMetadata metadata;
+  std::vector<RunResult> results;  ///< complete results, in config (job) order
+  std::int64_t incomplete = 0;     ///< groups a killed run left half-written (ignored)
+  /// Jobs that were training when the file was last written (/running): a run in
+  /// progress, or one that stopped or was killed before their results.
+  std::vector<RunningJob> running;
+};
+
+/// Reads a results file (without taking HDF5's file lock, so a file that a running
+/// `gopt run` is writing can be read). Throws InputError naming the file when it does
+/// not exist, is not HDF5, is truncated, is not a gopt results file or is of a format
+/// version outside kOldestReadResultsFormatVersion..kResultsFormatVersion.
+[[nodiscard]] ResultsFile read_results_file(const std::filesystem::path& path);
+
+/// The HDF5 group name of a result under /results ("wavenet_2:hdp:1").
+[[nodiscard]] std::string result_group_name(const ResultKey& key);
+
+}  // namespace gopt::experiments
