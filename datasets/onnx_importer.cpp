@@ -765,9 +765,10 @@ class Importer {
     grads_.erase(it);
     if (parts.size() == 1) return parts.front();
     Value sum = parts.front();
-    sum.producer = add_backward_node(
-        "gradients/" + owner + "_grad/AddN", "AddN", core::OpKind::kElementwise, {sum.shape},
-        elems(sum.shape) * static_cast<double>(parts.size() - 1), Phase::kBackward);
+    GradientSum op = gradient_sum(owner, sum.shape, parts.size());
+    sum.producer = add_backward_node(std::move(op.name), std::string(op.op_type),
+                                     core::OpKind::kElementwise, {sum.shape}, op.flops,
+                                     Phase::kBackward);
     sum.output = 0;
     for (const auto& p : parts) {
       graph_.add_edge(p.producer, sum.producer, core::EdgeAttrs{p.bytes(), false});
@@ -847,7 +848,6 @@ class Importer {
   }
 
   void add_updates() {
-    bool adam = options_.optimizer == Optimizer::kAdam;
     std::vector<NodeId> updates;
     for (NodeId init : initializers_) {
       const auto& n = graph_.node(init);
@@ -860,16 +860,17 @@ class Importer {
       auto grad = take_grad(v, name);
       if (!grad) continue;
       core::Bytes b = v.bytes();
+      const VariableUpdate update = variable_update(name, options_.optimizer, v.shape, b);
       core::NodeAttrs u;
-      u.name = unique(name + (adam ? "/ApplyAdam" : "/ApplyGradientDescent"));
-      u.op_type = adam ? "ApplyAdam" : "ApplyGradientDescent";
+      u.name = unique(update.name);
+      u.op_type = std::string(update.op_type);
       u.kind = core::OpKind::kUpdate;
       u.output_shapes = {v.shape};
       u.dtype = v.dtype;
-      u.flops = elems(v.shape) * (adam ? kAdamFlops : kSgdFlops);
-      u.param_bytes = adam ? 2 * b : 0;
-      u.bytes_read = adam ? 4 * b : 2 * b;
-      u.bytes_written = adam ? 3 * b : b;
+      u.flops = update.flops;
+      u.param_bytes = update.param_bytes;
+      u.bytes_read = update.bytes_read;
+      u.bytes_written = update.bytes_written;
       u.phase = Phase::kUpdate;
       u.colocation_group = n.colocation_group;
       NodeId id = graph_.add_node(std::move(u));
@@ -877,8 +878,8 @@ class Importer {
       graph_.add_edge(grad->producer, id, core::EdgeAttrs{grad->bytes(), false});
       updates.push_back(id);
     }
-    NodeId train =
-        add_backward_node("train_op", "NoOp", core::OpKind::kControl, {}, 0, Phase::kUpdate);
+    NodeId train = add_backward_node(std::string(kTrainOpName), std::string(kTrainOpType),
+                                     core::OpKind::kControl, {}, 0, Phase::kUpdate);
     for (NodeId u : updates) graph_.add_edge(u, train, core::EdgeAttrs{0, true});
   }
 

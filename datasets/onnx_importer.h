@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "core/graph.h"
-#include "datasets/training_graph_builder.h"
+#include "datasets/training_step.h"
 
 namespace gopt::datasets {
 

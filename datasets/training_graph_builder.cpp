@@ -32,12 +32,6 @@ std::int64_t window_out(std::int64_t in, std::int64_t k, std::int64_t stride, bo
 
 core::Bytes Tensor::bytes() const { return elements() * core::dtype_size_bytes(dtype); }
 
-std::optional<Optimizer> optimizer_from_string(std::string_view name) {
-  if (name == "adam") return Optimizer::kAdam;
-  if (name == "sgd") return Optimizer::kGradientDescent;
-  return std::nullopt;
-}
-
 TrainingGraphBuilder::TrainingGraphBuilder(std::string graph_name, std::string family,
                                            Optimizer optimizer)
     : graph_(std::move(graph_name)), optimizer_(optimizer) {
@@ -498,8 +492,8 @@ std::optional<Tensor> TrainingGraphBuilder::take_grad(const Tensor& t, const std
   std::vector<const Tensor*> in;
   for (const auto& p : parts) in.push_back(&p);
   Shape s = parts.front().shape;
-  Flops f = elems(s) * static_cast<double>(parts.size() - 1);
-  NodeId id = emit_named("gradients/" + owner + "_grad/AddN", "AddN", in, {s}, f, Phase::kBackward,
+  GradientSum sum = gradient_sum(owner, s, parts.size());
+  NodeId id = emit_named(std::move(sum.name), sum.op_type, in, {s}, sum.flops, Phase::kBackward,
                          core::DType::kFloat32, layer, branch);
   return Tensor{id, 0, std::move(s)};
 }
@@ -683,30 +677,23 @@ void TrainingGraphBuilder::backward(const Tensor& loss) {
 void TrainingGraphBuilder::add_updates() {
   std::vector<NodeId> updates;
   updates.reserve(variables_.size());
-  bool adam = optimizer_ == Optimizer::kAdam;
   for (const auto& v : variables_) {
     Tensor read{v.read, 0, v.shape};
     std::optional<Tensor> grad = take_grad(read, v.name, v.layer, v.branch);
     if (!grad) continue;  // not used by the loss: TF would not update it either
     Tensor var{v.var, 0, v.shape};
-    Tensor tmp{-1, 0, v.shape};
-    double n = elems(v.shape);
-    NodeId up = emit_named(v.name + (adam ? "/ApplyAdam" : "/ApplyGradientDescent"),
-                           adam ? "ApplyAdam" : "ApplyGradientDescent", {&var, &*grad}, {v.shape},
-                           n * (adam ? kAdamFlops : kSgdFlops), Phase::kUpdate,
+    const VariableUpdate u = variable_update(v.name, optimizer_, v.shape, var.bytes());
+    NodeId up = emit_named(u.name, u.op_type, {&var, &*grad}, {v.shape}, u.flops, Phase::kUpdate,
                            core::DType::kFloat32, v.layer, v.branch);
-    // Adam reads the variable, its two slots and the gradient and writes all three back;
-    // the slots are resident with the update op.
-    core::Bytes b = tmp.bytes();
     graph_.node(up)
         .colocation(v.name)
-        .param_bytes(adam ? 2 * b : 0)
-        .bytes_read(adam ? 4 * b : 2 * b)
-        .bytes_written(adam ? 3 * b : b);
+        .param_bytes(u.param_bytes)
+        .bytes_read(u.bytes_read)
+        .bytes_written(u.bytes_written);
     updates.push_back(up);
   }
-  NodeId train =
-      emit_named("train_op", "NoOp", {}, {}, 0, Phase::kUpdate, core::DType::kFloat32, -1, -1);
+  NodeId train = emit_named(std::string(kTrainOpName), kTrainOpType, {}, {}, 0, Phase::kUpdate,
+                            core::DType::kFloat32, -1, -1);
   for (NodeId u : updates) graph_.control(u, train);
 }
 
@@ -714,7 +701,7 @@ core::Graph TrainingGraphBuilder::finish(const Tensor& loss) && {
   backward(loss);
   add_updates();
   graph_.attr("num_parameters", std::to_string(num_parameters_));
-  graph_.attr("optimizer", optimizer_ == Optimizer::kAdam ? "adam" : "sgd");
+  graph_.attr("optimizer", std::string(optimizer_name(optimizer_)));
   return std::move(graph_).build();
 }
 

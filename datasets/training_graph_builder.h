@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "core/graph.h"
+#include "datasets/training_step.h"
 
 namespace gopt::datasets {
 
@@ -40,15 +41,6 @@ struct Tensor {
   [[nodiscard]] core::Bytes bytes() const;
   [[nodiscard]] bool valid() const { return node >= 0; }
 };
-
-/// Optimizer whose update ops end the training step.
-enum class Optimizer : std::uint8_t {
-  kAdam,             ///< ApplyAdam; two slot tensors per variable (param_bytes 3x weights)
-  kGradientDescent,  ///< ApplyGradientDescent; no slots
-};
-
-/// Parses "adam" / "sgd"; std::nullopt otherwise.
-[[nodiscard]] std::optional<Optimizer> optimizer_from_string(std::string_view name);
 
 /// Builds a forward graph and derives its backward and update ops. Not copyable; every
 /// op method throws nothing for valid shapes and asserts (GOPT_ASSERT) on shape mismatch,

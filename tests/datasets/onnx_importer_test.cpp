@@ -9,6 +9,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <functional>
 #include <string>
@@ -191,11 +192,30 @@ TEST(OnnxImporterTest, TrainingAddsGradientsAndUpdates) {
   EXPECT_DOUBLE_EQ(fc1_grad.flops, 2 * (2.0 * 8 * 784 * 256 + 8 * 256));
   const auto& fc2_grad = by_name(g, "gradients/y_node_grad/GemmGrad");
   EXPECT_EQ(fc2_grad.output_shapes.size(), 3u);  // d r, d w2, d b2
-  for (const char* w : {"w1", "b1", "w2", "b2"}) {
-    const auto& up = by_name(g, std::string(w) + "/ApplyAdam");
+  // Adam's update of each weight (datasets/training_step.h): it reads the weight, its two
+  // slots and the gradient, writes all three back, and holds the slots; 10 FLOPs a weight.
+  const std::map<std::string, std::int64_t> weights = {
+      {"w1", 256 * 784}, {"b1", 256}, {"w2", 10 * 256}, {"b2", 10}};
+  for (const auto& [w, count] : weights) {
+    const auto& up = by_name(g, w + "/ApplyAdam");
     EXPECT_EQ(up.colocation_group, w);
     EXPECT_EQ(up.phase, core::Phase::kUpdate);
+    EXPECT_EQ(up.op_type, "ApplyAdam");
+    const core::Bytes b = 4 * count;  // float32
+    EXPECT_EQ(up.param_bytes, 2 * b) << w;
+    EXPECT_EQ(up.bytes_read, 4 * b) << w;
+    EXPECT_EQ(up.bytes_written, 3 * b) << w;
+    EXPECT_DOUBLE_EQ(up.flops, 10.0 * static_cast<double>(count)) << w;
   }
+  // Plain gradient descent reads the weight and its gradient and writes the weight.
+  auto options = OnnxImportOptions().with_batch(8).with_training(true);
+  options.optimizer = Optimizer::kGradientDescent;
+  auto sgd = import_onnx_bytes(mlp().bytes(), "mlp.onnx", options);
+  const auto& w1 = by_name(sgd.graph, "w1/ApplyGradientDescent");
+  EXPECT_EQ(w1.param_bytes, 0);
+  EXPECT_EQ(w1.bytes_read, 2 * 4 * 256 * 784);
+  EXPECT_EQ(w1.bytes_written, 4 * 256 * 784);
+  EXPECT_DOUBLE_EQ(w1.flops, 2.0 * 256 * 784);
   EXPECT_TRUE(g.find("train_op").has_value());
 }
 
