@@ -101,7 +101,7 @@ std::uint64_t result_digest(const RunResult& r) {
   d.values(r.device_busy_s);
   d.values(r.device_peak_memory_bytes);
   if (r.learner) curve_digest(d, r.learning_curve);
-  // Recorded since 2026-11-29; only when there are some, so older results keep their digests.
+  // Recorded since format 2.1; only when there are some, so older rows keep their digests.
   if (!r.best_improvements.empty()) {
     d.u64(r.best_improvements.size());
     for (const auto& i : r.best_improvements) {

@@ -158,10 +158,11 @@ void read_result_attributes(const AttrReader& a, RunResult& r) {
   r.oom_device = static_cast<std::int32_t>(a.int64("oom_device"));
   r.lower_bound_critical_path_s = a.number("lower_bound_critical_path_s");
   r.lower_bound_work_s = a.number("lower_bound_work_s");
-  if (a.has("lower_bound_s")) r.lower_bound_s = a.number("lower_bound_s");  // since 2026-11-24
+  if (a.has("lower_bound_s")) r.lower_bound_s = a.number("lower_bound_s");  // later 1.x files
   r.bytes_moved = a.int64("bytes_moved");
   r.wall_s = a.number("wall_s");
   r.samples = a.int64("samples");
+  if (a.has("format_minor_version")) r.format_minor_version = a.int64("format_minor_version");
   if (a.has("measured_step_time_s")) {  // validation results only
     r.measured_step_time_s = a.number("measured_step_time_s");
     r.measured_backend = a.string("measured_backend");
@@ -242,7 +243,7 @@ RunResult read_result(const std::string& file, hid_t group, const std::string& n
   if (has_link(file, group, "best_improvements")) {
     r.best_improvements = read_improvements(file, group, name);
   }
-  if (a.has("digest") && a.uint64("digest") != result_digest(r)) {  // absent before #32
+  if (a.has("digest") && a.uint64("digest") != result_digest(r)) {  // early 1.x files: none
     fail(file, name, "the result's contents do not match its digest (the file is damaged)");
   }
   return r;
@@ -337,6 +338,10 @@ ResultsFile read_results_file(const std::filesystem::path& path) {
   h5::Handle f = h5::open_results(file, H5F_ACC_RDONLY, out.format_version);
   out.path = file;
   out.metadata = h5::read_metadata(file, f.get());
+  const h5::AttrReader root(file, f.get(), "/");
+  if (root.has("format_minor_version")) {
+    out.format_minor_version = root.int64("format_minor_version");
+  }
   h5::read_results(file, f.get(), out);
   h5::read_running_jobs(file, f.get(), out);
   std::stable_sort(out.results.begin(), out.results.end(),

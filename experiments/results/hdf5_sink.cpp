@@ -157,6 +157,7 @@ struct Hdf5Sink::Impl {
     Writer root(file, f.get(), "/");
     root.attr("format", std::string(kResultsFormatName));
     root.attr("format_version", kResultsFormatVersion);
+    root.attr("format_minor_version", kResultsFormatMinorVersion);
     check(H5Gcreate2(f.get(), "results", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose, file,
           "/results", "cannot create the group");
     commit(f, tmp);

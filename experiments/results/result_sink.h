@@ -88,24 +88,27 @@ struct RunResult {
   double lower_bound_critical_path_s = 0;  ///< seconds
   double lower_bound_work_s = 0;           ///< seconds
   /// The tightest valid bound of simulator/lower_bounds.h (LowerBounds::best_s), seconds;
-  /// 0 when read from a file written before it was recorded (2026-11-24): readers then use
+  /// 0 when read from an early version-1 file, which did not record it: readers then use
   /// max(lower_bound_critical_path_s, lower_bound_work_s).
   double lower_bound_s = 0;
   std::int64_t bytes_moved = 0;  ///< bytes between devices in one step
   double wall_s = 0;             ///< wall-clock seconds of the whole job
   std::int64_t samples = 0;      ///< simulations used (training + final evaluation)
+  /// Read back: the results format's minor version its writer wrote (0: not recorded).
+  /// Writers ignore it and record their own (kResultsFormatMinorVersion).
+  std::int64_t format_minor_version = 0;
   core::Decision decision;
   std::vector<double> device_busy_s;                       ///< per device, seconds
   std::vector<std::int64_t> device_peak_memory_bytes;      ///< per device, bytes
   std::vector<agents::LearningCurvePoint> learning_curve;  ///< one point per update
   /// A learner's samples that improved its best step time (Environment::improvements),
   /// the final evaluation's included: the best-so-far curve sample by sample. Empty when
-  /// read from a file written before they were recorded (2026-11-29): readers then use the
-  /// learning curve, whose resolution is one update.
+  /// read from a row of format 2.0 or older, which did not record them: readers then use
+  /// the learning curve, whose resolution is one update.
   std::vector<agents::BestImprovement> best_improvements;
   std::map<std::string, std::string> options;  ///< the agent's options as given in the config
   /// Every option of the agent with the value it ran with (given or default); empty when
-  /// read from a file written before it was recorded (2026-11-22).
+  /// read from an early version-1 file, which did not record it.
   std::map<std::string, std::string> resolved_options;
   /// Simulator validation (`gopt validate`): the decision's step time measured on a real
   /// backend, seconds (median of the timed steps); < 0 when not measured. Then

@@ -21,6 +21,15 @@ inline constexpr std::string_view kResultsFormatName = "gopt-results";
 /// provenance (per result and the file's run history); `--resume` continues only files of
 /// this version.
 inline constexpr std::int64_t kResultsFormatVersion = 2;
+/// The minor version this build writes (root attribute `format_minor_version`, the writer
+/// that created the file, and the same attribute on each result, the writer of that row).
+/// A minor version only adds fields, so every reader of the version reads it; a file or row
+/// without the attribute is minor 0. What each one added (docs/results-format.md, "Format
+/// versions"):
+///
+///   2.0  provenance, budgets, the run history
+///   2.1  best_improvements: each sample that improved a learner's best
+inline constexpr std::int64_t kResultsFormatMinorVersion = 1;
 /// The oldest schema version this build reads (`gopt table`, read_results_file).
 inline constexpr std::int64_t kOldestReadResultsFormatVersion = 1;
 
@@ -28,6 +37,7 @@ inline constexpr std::int64_t kOldestReadResultsFormatVersion = 1;
 struct ResultsFile {
   std::string path;
   std::int64_t format_version = kResultsFormatVersion;  ///< the schema version it was written in
+  std::int64_t format_minor_version = 0;  ///< of the writer that created it (0: not recorded)
   /// The first run's facts, and every run into the file in `history` (empty in version 1).
   RunMetadata metadata;
   std::vector<RunResult> results;  ///< complete results, in config (job) order

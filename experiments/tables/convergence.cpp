@@ -174,7 +174,8 @@ Table convergence_table(const Grid& g) {
       "(\"never\": none did; \"k of n seeds\": only k did).");
   if (coarse) {
     t.notes.emplace_back(
-        "Some results were written before samples were counted one by one (2026-11-29): "
+        "Some results were written in format 2.0 or older, before samples were counted one "
+        "by one: "
         "theirs count to the end of the update (learning-curve point) that "
         "reached R, which overstates them by up to one update's samples.");
   }

@@ -231,9 +231,9 @@ Table bounds_table(const Grid& g, const std::vector<std::string>& workloads, std
   t.notes.emplace_back(
       "bound: a lower bound on the step time no placement or schedule of the unfused graph "
       "beats (simulator/lower_bounds.h; docs/simulator.md \"Lower bounds\" has each bound "
-      "and its proof); max(critical path, work): the basic bound, the only one in files "
-      "written before 2026-11-24. X gap: X's mean step time over the bound (1.00x: provably "
-      "optimal). best / bound: the fastest agent's step time over the bound.");
+      "and its proof); max(critical path, work): the basic bound, the only one in early "
+      "version-1 files. X gap: X's mean step time over the bound (1.00x: provably optimal). "
+      "best / bound: the fastest agent's step time over the bound.");
   if (fused) {
     t.notes.emplace_back(
         "Fusion removes launches and memory traffic, so fused decisions can beat the bound "

@@ -598,5 +598,54 @@ TEST(Hdf5SinkTest, OtherFormatVersionsAreNamedWhenRefused) {
                                 "(versions 1 to 2); update gopt");
 }
 
+// Deletes the attribute `name` of the object at `object` (as a writer before it existed
+// would have left it out).
+void delete_attribute(const fs::path& path, const std::string& object, const char* name) {
+  hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
+  hid_t o = H5Oopen(f, object.c_str(), H5P_DEFAULT);
+  ASSERT_GE(o, 0);
+  EXPECT_GE(H5Adelete(o, name), 0);
+  H5Oclose(o);
+  H5Fclose(f);
+}
+
+// The file and every row record the minor version of their writer. A 2.0 file (no minor
+// version anywhere) reads as minor 0 and is resumed: the rows written then say 2.1, the
+// file and its older rows keep 0.
+TEST(Hdf5SinkTest, MinorVersionsAreRecordedAndOlderMinorsStillReadAndResume) {
+  auto dir = temp_dir();
+  auto path = dir / "r.h5";
+  const auto metis = sample_result("metis", 1, false);
+  write_file_with(path, metis);
+  auto file = read_results_file(path);
+  EXPECT_EQ(file.format_minor_version, kResultsFormatMinorVersion);
+  ASSERT_EQ(file.results.size(), 1u);
+  EXPECT_EQ(file.results[0].format_minor_version, kResultsFormatMinorVersion);
+
+  delete_attribute(path, "/", "format_minor_version");
+  delete_attribute(path, "/results/" + result_group_name(metis.key), "format_minor_version");
+  file = read_results_file(path);
+  EXPECT_EQ(file.format_version, 2);
+  EXPECT_EQ(file.format_minor_version, 0);
+  ASSERT_EQ(file.results.size(), 1u);
+  EXPECT_EQ(file.results[0].format_minor_version, 0);
+  expect_same(file.results[0], metis);
+
+  auto hdp = sample_result("hdp", 2, true);
+  {
+    Hdf5Sink sink(path, Hdf5SinkOptions().mode(OpenMode::kResume));
+    EXPECT_EQ(sink.existing().size(), 1u);
+    sink.begin(sample_metadata());
+    sink.write(hdp);
+  }
+  file = read_results_file(path);
+  EXPECT_EQ(file.format_minor_version, 0);  // the writer that created it
+  ASSERT_EQ(file.results.size(), 2u);
+  EXPECT_EQ(file.results[0].format_minor_version, 0);
+  EXPECT_EQ(file.results[1].format_minor_version, kResultsFormatMinorVersion);
+  expect_same(file.results[1], hdp);
+}
+
 }  // namespace
 }  // namespace gopt::experiments
