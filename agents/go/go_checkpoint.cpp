@@ -7,7 +7,9 @@
 #include <sstream>
 #include <string_view>
 #include <system_error>
+#include <type_traits>
 #include <utility>
+#include <variant>
 
 #include "core/errors.h"
 #include "core/strings.h"
@@ -17,27 +19,36 @@
 namespace gopt::agents::go {
 namespace {
 
-// The policy options as fields; the checkpoint stores them so that fine-tuning and
-// zero-shot rebuild the network the checkpoint was trained with.
-std::map<std::string, std::int64_t> policy_fields(const GoPolicyOptions& o) {
-  return {{"hidden", o.hidden()},
-          {"kind_embedding", o.kind_embedding()},
-          {"sage_layers", o.sage_layers()},
-          {"attention_layers", o.attention_layers()},
-          {"heads", o.heads()},
-          {"segment_length", o.segment_length()},
-          {"max_devices", o.max_devices()},
-          {"refine_passes", o.refine_passes()},
-          {"modulation", o.modulation() ? 1 : 0},
-          {"place", o.place() ? 1 : 0},
-          {"schedule", o.schedule() ? 1 : 0},
-          {"fuse", o.fuse() ? 1 : 0},
-          {"task_layers", o.task_layers() ? 1 : 0},
-          {"priority_levels", o.priority_levels()},
-          {"fusion_levels", o.fusion_levels()},
-          {"unit_decisions", o.unit_decisions() ? 1 : 0},
-          {"unit_gate", o.unit_gate() ? 1 : 0},
-          {"features", kNumericFeatures}};
+// The options text is integers: every member a checkpoint records is an integer or a bool.
+constexpr bool saved_members_are_integers() {
+  for (const GoPolicyMember& m : kGoPolicyMembers) {
+    if (m.saved && std::holds_alternative<GoPolicyMember::Number>(m.access)) return false;
+  }
+  return true;
+}
+static_assert(saved_members_are_integers(), "a recorded policy member that is no integer");
+
+// The one recorded field that is no member: the features per op the policy reads.
+constexpr const char* kFeaturesKey = "features";
+
+// What a checkpoint's options text records, by key: every saved member of kGoPolicyMembers
+// (bools as 0/1) and the features per op, so that fine-tuning and zero-shot rebuild the
+// network the checkpoint was trained with, and refuse one that reads other features.
+std::map<std::string, std::int64_t> recorded_fields(GoPolicyOptions o) {
+  std::map<std::string, std::int64_t> fields;
+  for (const GoPolicyMember& m : kGoPolicyMembers) {
+    if (!m.saved) continue;
+    std::visit(
+        [&](auto accessor) {
+          const auto value = (o.*accessor)();
+          if constexpr (std::is_integral_v<decltype(value)>) {
+            fields[m.name] = static_cast<std::int64_t>(value);
+          }
+        },
+        m.access);
+  }
+  fields[kFeaturesKey] = kNumericFeatures;
+  return fields;
 }
 
 // The fields a version-1 file may lack, with the value its policy had: the multi-task
@@ -50,10 +61,28 @@ const std::map<std::string, std::int64_t>& version1_defaults() {
   return defaults;
 }
 
-// The format tag and version an archive records ("" and 0 when it records none).
+// A field version 2 records from a minor version on, with the value its policy had in a
+// file of an earlier one (or of version 1). Checkpoints and snapshots alike.
+struct MinorField {
+  std::int64_t minor_version;
+  const char* key;
+  std::int64_t before;
+};
+constexpr MinorField kVersion2MinorFields[] = {
+    {1, "unit_gate", 0},  // no gate
+};
+
+// "2.1".
+std::string version_text(std::int64_t version, std::int64_t minor_version) {
+  return std::to_string(version) + "." + std::to_string(minor_version);
+}
+
+// The format tag, version and minor version an archive records ("", 0 and 0 when it
+// records none: a file from before minor versions is minor 0).
 struct Format {
   std::string tag;
   std::int64_t version = 0;
+  std::int64_t minor_version = 0;
 };
 
 Format read_format(torch::serialize::InputArchive& archive) {
@@ -61,27 +90,45 @@ Format read_format(torch::serialize::InputArchive& archive) {
   c10::IValue v;
   if (archive.try_read("format", v) && v.isString()) format.tag = v.toStringRef();
   if (archive.try_read("version", v) && v.isInt()) format.version = v.toInt();
+  if (archive.try_read("minor_version", v) && v.isInt()) format.minor_version = v.toInt();
   return format;
 }
 
-void check_version(const Format& format, std::int64_t current, const std::string& what,
-                   const std::string& path) {
-  if (format.version < 1 || format.version > current) {
+void write_format(torch::serialize::OutputArchive& archive, const char* tag, std::int64_t version,
+                  std::int64_t minor_version) {
+  archive.write("format", c10::IValue(std::string(tag)));
+  archive.write("version", c10::IValue(version));
+  archive.write("minor_version", c10::IValue(minor_version));
+}
+
+// Whether this build reads files of `format`'s version: 1 to the current version, and of
+// the current version up to its current minor version (a later minor adds fields this build
+// would not read).
+bool readable(const Format& format, std::int64_t version, std::int64_t minor_version) {
+  return format.version >= 1 && format.version <= version &&
+         (format.version < version || format.minor_version <= minor_version);
+}
+
+void check_version(const Format& format, std::int64_t version, std::int64_t minor_version,
+                   const std::string& what, const std::string& path) {
+  if (!readable(format, version, minor_version)) {
+    const std::string found = format.version == version
+                                  ? version_text(format.version, format.minor_version)
+                                  : std::to_string(format.version);
     throw core::InputError(path, "version",
-                           what + " version " + std::to_string(format.version) +
-                               " is not one this build reads (1 to " + std::to_string(current) +
-                               ")");
+                           what + " version " + found + " is not one this build reads (1 to " +
+                               version_text(version, minor_version) + ")");
   }
 }
 
-// The policy an archive of `version` records: its "options" text (returned in
+// The policy an archive of `format` records: its "options" text (returned in
 // `options_text`) and its "policy" parameters. LibTorch errors propagate.
-GoPolicy read_policy(torch::serialize::InputArchive& archive, std::int64_t version,
+GoPolicy read_policy(torch::serialize::InputArchive& archive, const Format& format,
                      const std::string& path, std::string& options_text) {
   c10::IValue text;
   archive.read("options", text);
   options_text = text.toStringRef();
-  GoPolicy policy(parse_policy_options(options_text, version, path));
+  GoPolicy policy(parse_policy_options(options_text, format.version, path, format.minor_version));
   torch::serialize::InputArchive policy_archive;
   archive.read("policy", policy_archive);
   policy->load(policy_archive);
@@ -178,9 +225,12 @@ std::vector<LearningCurvePoint> curve_points(torch::Tensor curve) {
 }
 
 // Reads a snapshot's per-graph state; false when it is not for graphs of `task_nodes` ops.
-bool read_tasks(torch::serialize::InputArchive& archive,
+// Each graph's improvements are required from snapshot version 2.2 on.
+bool read_tasks(torch::serialize::InputArchive& archive, const Format& format,
                 const std::vector<std::int64_t>& task_nodes,
                 std::vector<TrainingSnapshot::Task>& tasks) {
+  const bool improvements_required =
+      format.version > 2 || (format.version == 2 && format.minor_version >= 2);
   c10::IValue v;
   archive.read("tasks", v);
   if (v.toInt() != static_cast<std::int64_t>(task_nodes.size())) return false;
@@ -209,6 +259,8 @@ bool read_tasks(torch::serialize::InputArchive& archive,
       for (std::int64_t row = 0; row < improvements.size(0); ++row) {
         t.improvements.push_back({static_cast<std::int64_t>(c[row][0]), c[row][1]});
       }
+    } else if (improvements_required) {
+      return false;
     } else if (t.samples > 0 && std::isfinite(t.best_s)) {
       t.improvements.push_back({t.samples, t.best_s});
     }
@@ -251,7 +303,7 @@ void TrainedPolicy::set_learning_rate(double learning_rate) {
 
 std::string policy_options_text(const GoPolicyOptions& options) {
   std::string text;
-  for (const auto& [key, value] : policy_fields(options)) {
+  for (const auto& [key, value] : recorded_fields(options)) {
     if (!text.empty()) text += ";";
     text += key + "=" + std::to_string(value);
   }
@@ -262,17 +314,8 @@ void migrate_policy_fields(std::map<std::string, std::int64_t>& fields) {
   for (const auto& [key, value] : version1_defaults()) fields.emplace(key, value);
 }
 
-namespace {
-
-// Fields added within version 2, with the value a file from before them had.
-void fill_later_fields(std::map<std::string, std::int64_t>& fields) {
-  fields.emplace("unit_gate", 0);  // 2026-11-29
-}
-
-}  // namespace
-
 GoPolicyOptions parse_policy_options(const std::string& text, std::int64_t version,
-                                     const std::string& path) {
+                                     const std::string& path, std::int64_t minor_version) {
   std::map<std::string, std::int64_t> values;
   std::istringstream in(text);
   std::string item;
@@ -284,38 +327,43 @@ GoPolicyOptions parse_policy_options(const std::string& text, std::int64_t versi
     values[item.substr(0, eq)] = *value;
   }
   if (version < 2) migrate_policy_fields(values);
-  fill_later_fields(values);
-  for (const auto& field : policy_fields(GoPolicyOptions())) {
+  for (const MinorField& field : kVersion2MinorFields) {
+    if (version < 2 || (version == 2 && minor_version < field.minor_version)) {
+      values.emplace(field.key, field.before);
+    }
+  }
+  const auto recorded = recorded_fields(GoPolicyOptions());
+  for (const auto& field : recorded) {  // by key: the first missing one alphabetically
     if (values.count(field.first) == 0) {
       throw core::InputError(path, "options",
                              "the checkpoint does not record '" + field.first + "'");
     }
   }
-  if (values["features"] != kNumericFeatures) {
-    throw core::InputError(path, "options.features",
-                           "the policy reads " + std::to_string(values["features"]) +
-                               " features per op and this build computes " +
-                               std::to_string(kNumericFeatures) +
-                               " (a GO policy from before 2026-11-22: pretrain it again)");
+  if (values[kFeaturesKey] != kNumericFeatures) {
+    throw core::InputError(
+        path, "options.features",
+        "the policy reads " + std::to_string(values[kFeaturesKey]) +
+            " features per op (a file of format version " + version_text(version, minor_version) +
+            ") and this build needs features=" + std::to_string(kNumericFeatures) +
+            ": pretrain it again");
   }
-  return GoPolicyOptions()
-      .hidden(values["hidden"])
-      .kind_embedding(values["kind_embedding"])
-      .sage_layers(values["sage_layers"])
-      .attention_layers(values["attention_layers"])
-      .heads(values["heads"])
-      .segment_length(values["segment_length"])
-      .max_devices(values["max_devices"])
-      .refine_passes(values["refine_passes"])
-      .modulation(values["modulation"] != 0)
-      .place(values["place"] != 0)
-      .schedule(values["schedule"] != 0)
-      .fuse(values["fuse"] != 0)
-      .task_layers(values["task_layers"] != 0)
-      .priority_levels(values["priority_levels"])
-      .fusion_levels(values["fusion_levels"])
-      .unit_decisions(values["unit_decisions"] != 0)
-      .unit_gate(values["unit_gate"] != 0);
+  GoPolicyOptions options;
+  for (const GoPolicyMember& m : kGoPolicyMembers) {
+    if (!m.saved) continue;
+    const std::int64_t value = values.at(m.name);
+    std::visit(
+        [&](auto accessor) {
+          auto& member = (options.*accessor)();
+          using T = std::remove_reference_t<decltype(member)>;
+          if constexpr (std::is_same_v<T, bool>) {
+            member = value != 0;
+          } else if constexpr (std::is_integral_v<T>) {
+            member = static_cast<T>(value);
+          }
+        },
+        m.access);
+  }
+  return options;
 }
 
 void read_or_input_error(const std::string& path, const std::string& field, const std::string& what,
@@ -335,8 +383,7 @@ void read_or_input_error(const std::string& path, const std::string& field, cons
 
 void save_checkpoint(const std::string& path, const TrainedPolicy& trained) {
   torch::serialize::OutputArchive archive;
-  archive.write("format", c10::IValue(std::string(kCheckpointFormat)));
-  archive.write("version", c10::IValue(kCheckpointVersion));
+  write_format(archive, kCheckpointFormat, kCheckpointVersion, kCheckpointMinorVersion);
   archive.write("options", c10::IValue(policy_options_text(trained.policy->options)));
   archive.write("steps", c10::IValue(trained.updates));
   write_policy_and_optimizer(archive, trained);
@@ -355,11 +402,11 @@ TrainedPolicy load_checkpoint(const std::string& path, double learning_rate, tor
     if (format.tag != kCheckpointFormat) {
       throw core::InputError(path, "format", "not a GO checkpoint (no gopt-go-checkpoint tag)");
     }
-    check_version(format, kCheckpointVersion, "checkpoint", path);
+    check_version(format, kCheckpointVersion, kCheckpointMinorVersion, "checkpoint", path);
     c10::IValue steps;
     archive.read("steps", steps);
     std::string options_text;
-    trained.policy = read_policy(archive, format.version, path, options_text);
+    trained.policy = read_policy(archive, format, path, options_text);
     trained.policy->to(device);
     trained.make_optimizer(learning_rate);
     torch::serialize::InputArchive optimizer_archive;
@@ -382,18 +429,18 @@ GoPolicy read_any_policy(const std::string& path, std::int64_t& updates,
     throw core::InputError(path, "format", "not a GO checkpoint or training snapshot");
   }
   check_version(format, checkpoint ? kCheckpointVersion : kSnapshotVersion,
+                checkpoint ? kCheckpointMinorVersion : kSnapshotMinorVersion,
                 checkpoint ? "checkpoint" : "training snapshot", path);
   c10::IValue steps;
   archive.read(checkpoint ? "steps" : "trained_steps", steps);
   updates = steps.toInt();
-  return read_policy(archive, format.version, path, options_text);
+  return read_policy(archive, format, path, options_text);
 }
 
 void write_snapshot(const std::string& path, const TrainingSnapshot& snapshot,
                     const TrainedPolicy& policy) {
   torch::serialize::OutputArchive archive;
-  archive.write("format", c10::IValue(std::string(kSnapshotFormat)));
-  archive.write("version", c10::IValue(kSnapshotVersion));
+  write_format(archive, kSnapshotFormat, kSnapshotVersion, kSnapshotMinorVersion);
   archive.write("identity", c10::IValue(snapshot.identity));
   archive.write("options", c10::IValue(snapshot.options));
   archive.write("steps", c10::IValue(snapshot.steps));
@@ -447,9 +494,9 @@ std::optional<SnapshotFile> read_snapshot(const std::string& path, const std::st
     TrainingSnapshot& s = file.snapshot;
     s.identity = text("identity");
     s.options = text("options");
-    if (format.tag != kSnapshotFormat || format.version < 1 || format.version > kSnapshotVersion ||
-        s.identity != identity || s.options != options_text ||
-        !read_tasks(archive, task_nodes, s.tasks)) {
+    if (format.tag != kSnapshotFormat ||
+        !readable(format, kSnapshotVersion, kSnapshotMinorVersion) || s.identity != identity ||
+        s.options != options_text || !read_tasks(archive, format, task_nodes, s.tasks)) {
       return std::nullopt;
     }
     archive.read("steps", v);

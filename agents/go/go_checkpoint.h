@@ -1,17 +1,30 @@
 // GO's two files: the checkpoint a pretrained policy travels in (go_pretrain writes it,
 // go_finetune and go_zero_shot read it) and the training snapshot an interrupted run
-// resumes from (TrainSnapshots). Both are LibTorch archives tagged with a format and a
-// version. Readers take the current version, in which every field is required, and
-// migrate the older ones; a version this build does not know is an error naming the file.
+// resumes from (TrainSnapshots). Both are LibTorch archives tagged with a format, a version
+// and a minor version ("minor_version"; a file that records none is minor 0). A new version
+// may change anything; a new minor version only adds fields. Writers write the current
+// version.minor; readers take it, in which every field is required, and fill or migrate the
+// older ones; a version this build does not know (a later major, or a later minor of the
+// current one) is an error naming the file.
 //
-//   Checkpoint versions:
-//     1  the policy options text may lack the fields added after the first checkpoints
-//        (the multi-task fields, unit_decisions, features); migrate_policy_fields() fills
-//        them with what such a file's policy was.
-//     2  every policy option is recorded.
-//   Snapshot versions:
-//     1  may lack the model-selection state (best_validation, best_validation_steps).
-//     2  records it.
+// The policy's options are recorded as "key=int;..." text in key order (bools 0/1): the
+// saved members of kGoPolicyMembers (go_model.h) and `features`, the numeric features per op
+// the policy reads (kNumericFeatures when written; another count is an error).
+//
+//   Checkpoint  what it added
+//     1         the policy options text may lack the multi-task fields (place, schedule,
+//               fuse, task_layers, priority_levels, fusion_levels), unit_decisions and
+//               features; migrate_policy_fields() fills them with what such a file's
+//               policy was (placement only, per op, 20 features per op)
+//     2.0       the options text records all of them (each one required)
+//     2.1       unit_gate (a file of an earlier version reads unit_gate=0: it had no gate)
+//   Snapshot
+//     1         may lack the model-selection state (best_validation, best_validation_steps);
+//               its options text is a version-1 checkpoint's
+//     2.0       records the model-selection state; options text as checkpoint 2.0
+//     2.1       options text as checkpoint 2.1 (unit_gate)
+//     2.2       each graph's improvements (task<i>.improvements); in an earlier file the best
+//               counts as found at the graph's last sample
 #pragma once
 
 #include <torch/torch.h>
@@ -30,12 +43,14 @@
 
 namespace gopt::agents::go {
 
-/// Checkpoint file format identifier and version, stored in every checkpoint.
+/// Checkpoint file format identifier, version and minor version, stored in every checkpoint.
 inline constexpr const char* kCheckpointFormat = "gopt-go-checkpoint";
 inline constexpr std::int64_t kCheckpointVersion = 2;
-/// Training snapshot format identifier and version.
+inline constexpr std::int64_t kCheckpointMinorVersion = 1;
+/// Training snapshot format identifier, version and minor version.
 inline constexpr const char* kSnapshotFormat = "gopt-go-training-snapshot";
 inline constexpr std::int64_t kSnapshotVersion = 2;
+inline constexpr std::int64_t kSnapshotMinorVersion = 2;
 
 /// A GO policy with what training it further needs: its Adam optimizer and the updates
 /// behind it. What a checkpoint holds.
@@ -51,18 +66,21 @@ struct TrainedPolicy {
 };
 
 /// The policy options stored in a checkpoint, as "key=value" text (for error messages and
-/// the results file).
+/// the results file): the saved members of kGoPolicyMembers and `features`, in key order.
 [[nodiscard]] std::string policy_options_text(const GoPolicyOptions& options);
 
-/// Version 1's policy fields brought to version 2: the fields a version-1 file may lack get
+/// Version 1's policy fields brought to version 2.0: the fields a version-1 file may lack get
 /// the value its policy had (placement only, per-op decisions, 20 features per op).
 void migrate_policy_fields(std::map<std::string, std::int64_t>& fields);
 
-/// Reads the policy options text of a file of format `version` (checkpoint and snapshot
-/// versions migrate alike). InputError naming `path` for a missing field, or a policy that
-/// reads another number of features than this build computes.
+/// Reads the policy options text of a file of format `version`.`minor_version` (checkpoint
+/// and snapshot versions migrate alike; a file that records no minor version is minor 0):
+/// version 1 migrates, and the fields of a later minor version get the value an earlier
+/// file's policy had. InputError naming `path` for a missing field, or a policy that reads
+/// another number of features than this build computes.
 [[nodiscard]] GoPolicyOptions parse_policy_options(const std::string& text, std::int64_t version,
-                                                   const std::string& path);
+                                                   const std::string& path,
+                                                   std::int64_t minor_version = 0);
 
 /// Runs `read`; a LibTorch error in it (a damaged file, or a field the file's version
 /// requires missing) becomes an InputError naming `path` and `field`: `what` and the
@@ -70,8 +88,8 @@ void migrate_policy_fields(std::map<std::string, std::int64_t>& fields);
 void read_or_input_error(const std::string& path, const std::string& field, const std::string& what,
                          const std::function<void()>& read);
 
-/// Writes `policy` to `path` as a checkpoint of the current version (atomically, through a
-/// temporary file).
+/// Writes `policy` to `path` as a checkpoint of the current version.minor (atomically,
+/// through a temporary file).
 void save_checkpoint(const std::string& path, const TrainedPolicy& policy);
 
 /// Reads the checkpoint at `path`, of any version this build reads, onto `device`; the

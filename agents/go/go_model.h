@@ -18,6 +18,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <variant>
 #include <vector>
 
 #include "agents/go/go_features.h"
@@ -59,6 +60,111 @@ struct GoPolicyOptions {
   TORCH_ARG(bool, task_layers) = false;          ///< one attention layer per task (multi-task GO)
   TORCH_ARG(std::int64_t, priority_levels) = 8;  ///< scheduling head width
   TORCH_ARG(std::int64_t, fusion_levels) = 4;    ///< fusion head width (level 0: never fuse)
+};
+
+/// Which agents take a GoPolicyOptions member as an option (go_registration.cpp).
+enum class GoPolicyOption {
+  kNone,    ///< none: the agent sets it (its tasks) or training does (unit_blend)
+  kPolicy,  ///< every agent that builds a new policy: go_one, go_pretrain, the multi-task ones
+  kTasks,   ///< the multi-task agents only
+};
+
+/// One GoPolicyOptions member as the registry and the checkpoint see it: its name, its
+/// TORCH_ARG accessor, whether it is an option and with what help and range, and whether a
+/// checkpoint records it (go_checkpoint.h). Members are recorded unless marked not_saved();
+/// recording a new one is a new minor version of the checkpoint, whose reader gives older
+/// files the value their policy had (go_checkpoint.cpp, kVersion2MinorFields).
+struct GoPolicyMember {
+  using Integer = std::int64_t& (GoPolicyOptions::*)() noexcept;
+  using Flag = bool& (GoPolicyOptions::*)() noexcept;
+  using Number = double& (GoPolicyOptions::*)() noexcept;
+
+  const char* name = "";                          ///< the option's and the checkpoint's key
+  std::variant<Integer, Flag, Number> access;     ///< &GoPolicyOptions::hidden
+  GoPolicyOption option = GoPolicyOption::kNone;  ///< the agents that take it as an option
+  bool saved = true;                              ///< a checkpoint records it
+  const char* help = "";                          ///< the option's help ("" when not an option)
+  double min_value = 0, max_value = 0;            ///< an integer or number option's range
+
+  static constexpr GoPolicyMember integer(const char* key, Integer accessor) {
+    return {key, accessor};
+  }
+  static constexpr GoPolicyMember flag(const char* key, Flag accessor) { return {key, accessor}; }
+  static constexpr GoPolicyMember number(const char* key, Number accessor) {
+    return {key, accessor};
+  }
+  /// This member as an option of every agent that builds a policy, with `text` as its help
+  /// and [min, max] as its range (integers and numbers).
+  [[nodiscard]] constexpr GoPolicyMember as_option(const char* text, double min = 0,
+                                                   double max = 0) const {
+    GoPolicyMember m = *this;
+    m.option = GoPolicyOption::kPolicy;
+    m.help = text;
+    m.min_value = min;
+    m.max_value = max;
+    return m;
+  }
+  /// The same as an option of the multi-task agents only.
+  [[nodiscard]] constexpr GoPolicyMember as_task_option(const char* text, double min,
+                                                        double max) const {
+    GoPolicyMember m = as_option(text, min, max);
+    m.option = GoPolicyOption::kTasks;
+    return m;
+  }
+  /// This member, not recorded in checkpoints.
+  [[nodiscard]] constexpr GoPolicyMember not_saved() const {
+    GoPolicyMember m = *this;
+    m.saved = false;
+    return m;
+  }
+};
+
+/// Every GoPolicyOptions member, in declaration order (which is the registry's order of the
+/// policy options): the one description from which the registry's policy options
+/// (`gopt agents`) and the checkpoint's options text are generated.
+inline constexpr GoPolicyMember kGoPolicyMembers[] = {
+    GoPolicyMember::integer("hidden", &GoPolicyOptions::hidden)
+        .as_option("width of every hidden layer", 1, 4096),
+    GoPolicyMember::integer("kind_embedding", &GoPolicyOptions::kind_embedding)
+        .as_option("op kind embedding size", 1, 1024),
+    GoPolicyMember::integer("sage_layers", &GoPolicyOptions::sage_layers)
+        .as_option("GraphSAGE layers (hops over predecessors and successors)", 1, 16),
+    GoPolicyMember::integer("attention_layers", &GoPolicyOptions::attention_layers)
+        .as_option("segment-recurrent attention layers", 1, 16),
+    GoPolicyMember::integer("heads", &GoPolicyOptions::heads).as_option("attention heads", 1, 64),
+    GoPolicyMember::integer("segment_length", &GoPolicyOptions::segment_length)
+        .as_option("nodes per attention segment (each also attends to the previous one)", 1, 4096),
+    GoPolicyMember::integer("max_devices", &GoPolicyOptions::max_devices)
+        .as_option("devices the placement head can address (smaller clusters are masked)", 1, 1024),
+    GoPolicyMember::integer("refine_passes", &GoPolicyOptions::refine_passes)
+        .as_option("decision passes, each seeing the previous pass's placement (1: none)", 1, 16),
+    GoPolicyMember::flag("modulation", &GoPolicyOptions::modulation)
+        .as_option("feature modulation by the graph embedding"),
+    // Only the first initialisation depends on it: a read policy's weights are trained.
+    GoPolicyMember::number("head_init_scale", &GoPolicyOptions::head_init_scale)
+        .as_option("scale of the placement head's random initialisation (sharper first policy)", 0,
+                   1000)
+        .not_saved(),
+    GoPolicyMember::flag("unit_decisions", &GoPolicyOptions::unit_decisions)
+        .as_option("one placement decision per unit (a layer, a two-level name scope, a block) "
+                   "instead of per op"),
+    // Training's schedule of the moment (coarse to fine), not the network's.
+    GoPolicyMember::number("unit_blend", &GoPolicyOptions::unit_blend).not_saved(),
+    GoPolicyMember::flag("unit_gate", &GoPolicyOptions::unit_gate)
+        .as_option("per-op decisions from a learned per-op mix of the unit's distribution and "
+                   "the op's own"),
+    // The tasks: each agent sets them (go_registration.cpp, the multi-task variants); the
+    // multi-task agents take their head widths as options.
+    GoPolicyMember::flag("place", &GoPolicyOptions::place),
+    GoPolicyMember::flag("schedule", &GoPolicyOptions::schedule),
+    GoPolicyMember::flag("fuse", &GoPolicyOptions::fuse),
+    GoPolicyMember::flag("task_layers", &GoPolicyOptions::task_layers),
+    GoPolicyMember::integer("priority_levels", &GoPolicyOptions::priority_levels)
+        .as_task_option("scheduling: priority levels per op (higher runs first among ready ops)", 2,
+                        1024),
+    GoPolicyMember::integer("fusion_levels", &GoPolicyOptions::fusion_levels)
+        .as_task_option(
+            "fusion: fusion priority levels per op (0: never fuse; higher merges first)", 2, 1024),
 };
 
 /// One GraphSAGE layer: h' = LayerNorm(h + relu(W_s h + W_p mean_pred(h) + W_c mean_succ(h))).

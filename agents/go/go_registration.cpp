@@ -6,6 +6,9 @@
 
 #include <stdexcept>
 #include <string>
+#include <type_traits>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include "agents/go/go_agent.h"
@@ -30,33 +33,31 @@ auto ppo_field(T PpoOptions::*member) {
   return [member](GoOptions& g) -> T& { return g.ppo.*member; };
 }
 
-Fields policy_fields() {
-  return Fields()
-      .integer("hidden", policy_field(&GoPolicyOptions::hidden), "width of every hidden layer", 1,
-               4096)
-      .integer("kind_embedding", policy_field(&GoPolicyOptions::kind_embedding),
-               "op kind embedding size", 1, 1024)
-      .integer("sage_layers", policy_field(&GoPolicyOptions::sage_layers),
-               "GraphSAGE layers (hops over predecessors and successors)", 1, 16)
-      .integer("attention_layers", policy_field(&GoPolicyOptions::attention_layers),
-               "segment-recurrent attention layers", 1, 16)
-      .integer("heads", policy_field(&GoPolicyOptions::heads), "attention heads", 1, 64)
-      .integer("segment_length", policy_field(&GoPolicyOptions::segment_length),
-               "nodes per attention segment (each also attends to the previous one)", 1, 4096)
-      .integer("max_devices", policy_field(&GoPolicyOptions::max_devices),
-               "devices the placement head can address (smaller clusters are masked)", 1, 1024)
-      .integer("refine_passes", policy_field(&GoPolicyOptions::refine_passes),
-               "decision passes, each seeing the previous pass's placement (1: none)", 1, 16)
-      .flag("modulation", policy_field(&GoPolicyOptions::modulation),
-            "feature modulation by the graph embedding")
-      .number("head_init_scale", policy_field(&GoPolicyOptions::head_init_scale),
-              "scale of the placement head's random initialisation (sharper first policy)", 0, 1000)
-      .flag("unit_decisions", policy_field(&GoPolicyOptions::unit_decisions),
-            "one placement decision per unit (a layer, a two-level name scope, a block) "
-            "instead of per op")
-      .flag("unit_gate", policy_field(&GoPolicyOptions::unit_gate),
-            "per-op decisions from a learned per-op mix of the unit's distribution and the "
-            "op's own")
+// The GoPolicyOptions members that are options of `agents` (kGoPolicyMembers), in its order.
+Fields policy_member_options(GoPolicyOption agents) {
+  Fields fields;
+  for (const GoPolicyMember& m : kGoPolicyMembers) {
+    if (m.option != agents) continue;
+    std::visit(
+        [&](auto accessor) {
+          const auto access = policy_field(accessor);
+          using T = std::remove_reference_t<decltype(access(std::declval<GoOptions&>()))>;
+          if constexpr (std::is_same_v<T, bool>) {
+            fields.flag(m.name, access, m.help);
+          } else if constexpr (std::is_same_v<T, double>) {
+            fields.number(m.name, access, m.help, m.min_value, m.max_value);
+          } else {
+            fields.integer(m.name, access, m.help, m.min_value, m.max_value);
+          }
+        },
+        m.access);
+  }
+  return fields;
+}
+
+// The policy's options and their rules.
+Fields policy_option_fields() {
+  return policy_member_options(GoPolicyOption::kPolicy)
       .rule("unit_gate",
             [](const GoOptions& g) -> std::string {
               if (!g.policy.unit_gate() || !g.policy.unit_decisions()) return "";
@@ -201,7 +202,7 @@ Fields order_field() {
 }
 
 Fields trained_policy_fields() {
-  return policy_fields()
+  return policy_option_fields()
       .append(ppo_fields())
       .append(policy_ppo_rules())
       .append(device_field())
@@ -240,12 +241,7 @@ Fields task_fields() {
                   "placement when the agent does not decide it, as tf_default: human_expert or "
                   "single_device"};
   base.choices = {"human_expert", "single_device"};
-  return Fields()
-      .integer("priority_levels", policy_field(&GoPolicyOptions::priority_levels),
-               "scheduling: priority levels per op (higher runs first among ready ops)", 2, 1024)
-      .integer("fusion_levels", policy_field(&GoPolicyOptions::fusion_levels),
-               "fusion: fusion priority levels per op (0: never fuse; higher merges first)", 2,
-               1024)
+  return policy_member_options(GoPolicyOption::kTasks)
       .custom(
           std::move(base), [](GoOptions&) { return std::string("human_expert"); },
           [](const AgentOptions& given, GoOptions& g) {
