@@ -6,7 +6,7 @@
 //   register_builtin_agents(registry);
 //   auto agent = registry.create("hdp", {{"learning_rate", "0.05"}});
 //   Environment env(problem);
-//   if (agent->is_learner()) agent->train(env, TrainBudget().with_steps(200), nullptr);
+//   if (agent->is_learner()) agent->train(env, TrainBudget().with_max_steps(200), nullptr);
 //   core::Decision d = agent->propose(problem);
 #pragma once
 
@@ -18,27 +18,15 @@
 #include "agents/environment.h"
 #include "agents/learner_group.h"
 #include "core/decision.h"
+#include "core/options.h"
 
 namespace gopt::agents {
 
 /// Limits on a learner's training; training stops at the first limit reached.
 struct TrainBudget {
-  std::int64_t max_steps = 100;                                         ///< policy updates
-  std::int64_t max_samples = std::numeric_limits<std::int64_t>::max();  ///< simulations
-  double max_seconds = std::numeric_limits<double>::infinity();         ///< wall time
-
-  TrainBudget& with_steps(std::int64_t steps) {
-    max_steps = steps;
-    return *this;
-  }
-  TrainBudget& with_samples(std::int64_t samples) {
-    max_samples = samples;
-    return *this;
-  }
-  TrainBudget& with_seconds(double seconds) {
-    max_seconds = seconds;
-    return *this;
-  }
+  GOPT_OPTION(std::int64_t, max_steps, 100)  ///< policy updates
+  GOPT_OPTION(std::int64_t, max_samples, std::numeric_limits<std::int64_t>::max())  ///< simulations
+  GOPT_OPTION(double, max_seconds, std::numeric_limits<double>::infinity())         ///< wall time
 };
 
 /// One point of a learning curve, reported after every policy update.

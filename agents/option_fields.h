@@ -35,7 +35,7 @@ namespace gopt::agents {
 
 /// The fields of `Options` that are agent options. A field is reached through `access`: a
 /// data member pointer (`&HdpOptions::groups`) or a function returning a reference to the
-/// member (`[](GoOptions& g) -> auto& { return g.policy.hidden(); }` for a TORCH_ARG).
+/// member (`[](GoOptions& g) -> auto& { return g.policy.hidden; }` for a nested struct's).
 template <typename Options>
 class OptionFields {
  public:

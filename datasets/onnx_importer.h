@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/graph.h"
+#include "core/options.h"
 #include "datasets/training_step.h"
 
 namespace gopt::datasets {
@@ -25,20 +26,11 @@ namespace gopt::datasets {
 struct OnnxImportOptions {
   /// Value substituted for the dynamic leading (batch) dimension of graph inputs; 0: a
   /// dynamic dimension is an error.
-  std::int64_t batch = 0;
+  GOPT_OPTION(std::int64_t, batch, 0)
   /// Append gradient ops for every op that depends on a trainable initializer, one update
   /// op per initializer and a `train_op` NoOp.
-  bool training = false;
-  Optimizer optimizer = Optimizer::kAdam;
-
-  OnnxImportOptions& with_batch(std::int64_t value) {
-    batch = value;
-    return *this;
-  }
-  OnnxImportOptions& with_training(bool value) {
-    training = value;
-    return *this;
-  }
+  GOPT_OPTION(bool, training, false)
+  GOPT_OPTION(Optimizer, optimizer, Optimizer::kAdam)
 };
 
 struct OnnxImportResult {

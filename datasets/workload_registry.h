@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/graph.h"
+#include "core/options.h"
 
 namespace gopt::datasets {
 
@@ -101,9 +102,9 @@ void parse_override(const std::string& assignment, Overrides& overrides);
 
 /// Options for load_graph on ONNX files.
 struct LoadOptions {
-  Overrides overrides;          ///< hyperparameters, when the argument is a suite name
-  std::int64_t onnx_batch = 0;  ///< batch size for dynamic ONNX dimensions (0: none)
-  bool onnx_training = false;   ///< add gradient and update ops to imported ONNX models
+  GOPT_OPTION(Overrides, overrides, {})     ///< hyperparameters, when the argument is a suite name
+  GOPT_OPTION(std::int64_t, onnx_batch, 0)  ///< batch size for dynamic ONNX dimensions (0: none)
+  GOPT_OPTION(bool, onnx_training, false)   ///< add gradient and update ops to imported ONNX models
 };
 
 /// Resolves a `--graph` argument: a suite workload name (generated with

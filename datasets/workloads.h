@@ -10,17 +10,10 @@
 #include <string>
 
 #include "core/graph.h"
+#include "core/options.h"
 #include "datasets/training_graph_builder.h"
 
 namespace gopt::datasets {
-
-/// Chained setter for an options field: `with_<name>(value)`.
-#define GOPT_OPTION(type, name, default_value) \
-  type name = default_value;                   \
-  auto& with_##name(type value) {              \
-    name = value;                              \
-    return *this;                              \
-  }
 
 /// RNN language model (Jozefowicz et al. 2016, as placed by HDP): embedding, a stack of
 /// LSTM layers unrolled over `seq_len` steps, a full softmax over the vocabulary.

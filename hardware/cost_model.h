@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/compiled_graph.h"
+#include "core/options.h"
 #include "hardware/cluster.h"
 
 namespace gopt::hardware {
@@ -73,12 +74,7 @@ class CostModel {
 /// Options of the roofline model; defaults come from the cluster's profile.
 struct RooflineOptions {
   /// Element type FLOPs are charged at; empty = the profile's `compute_dtype`.
-  std::optional<core::DType> compute_dtype;
-
-  RooflineOptions& with_compute_dtype(core::DType dtype) {
-    compute_dtype = dtype;
-    return *this;
-  }
+  GOPT_OPTION(std::optional<core::DType>, compute_dtype, {})
 };
 
 /// The roofline model:

@@ -19,6 +19,7 @@
 
 #include "core/compiled_graph.h"
 #include "core/decision.h"
+#include "core/options.h"
 #include "hardware/cluster.h"
 #include "hardware/cost_model.h"
 #include "hardware/network_model.h"
@@ -73,24 +74,11 @@ struct SimulationResult {
 struct SimulatorOptions {
   /// Check every decision with core::validate_decision (throws InputError). Turn off only
   /// for decisions already validated (an agent's own output).
-  bool validate_decisions = true;
+  GOPT_OPTION(bool, validate_decisions, true)
   /// Stop at the first allocation over capacity. step_time_s is then the time reached.
-  bool stop_on_oom = false;
+  GOPT_OPTION(bool, stop_on_oom, false)
   /// Name of the decision's source in error messages (a file name).
-  std::string decision_source = "decision";
-
-  SimulatorOptions& validate(bool on) {
-    validate_decisions = on;
-    return *this;
-  }
-  SimulatorOptions& stop_at_oom(bool on) {
-    stop_on_oom = on;
-    return *this;
-  }
-  SimulatorOptions& source(std::string name) {
-    decision_source = std::move(name);
-    return *this;
-  }
+  GOPT_OPTION(std::string, decision_source, "decision")
 };
 
 /// Simulates decisions for one graph on one cluster with one cost model. The graph, the

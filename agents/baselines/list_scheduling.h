@@ -23,7 +23,7 @@ namespace gopt::agents {
 /// transfer's uncontended time where a consumer is on another device. Ties go to the op
 /// earlier in topological order. List scheduling by this rank is what HEFT does for its
 /// own placement; applied to any placement, it shows what the order of ready ops costs
-/// beside what the placement does (docs/agents.md, "gnmt_8 and the paper's +21.7%").
+/// beside what the placement does (docs/design-decisions.md, "gnmt_8 and the paper's +21.7%").
 std::vector<std::int32_t> critical_path_priorities(const Problem& p,
                                                    const std::vector<DeviceId>& placement);
 /// The same for `decision`'s placement (every op on device 0 when it has none).

@@ -154,7 +154,7 @@ class MetisAgent final : public Agent {
     if (options_.repair_rounds <= 0) return decision;
 
     simulator::Simulator sim(problem.graph, problem.cluster, problem.cost_model,
-                             simulator::SimulatorOptions().validate(false));
+                             simulator::SimulatorOptions().with_validate_decisions(false));
     auto best = decision;
     auto best_result = sim.simulate(best);
     for (std::int64_t round = 0; round < options_.repair_rounds && best_result.oom; ++round) {

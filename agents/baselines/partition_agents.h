@@ -6,16 +6,18 @@
 #include <cstdint>
 
 #include "agents/registry.h"
+#include "core/options.h"
 
 namespace gopt::agents {
 
 /// Every option of `metis`, with its default.
 struct MetisOptions {
-  double imbalance = 0.05;  ///< allowed load imbalance per constraint (METIS's ubvec - 1)
-  std::uint64_t seed = 0;   ///< METIS seed, mixed with the problem seed
+  GOPT_OPTION(double, imbalance,
+              0.05)  ///< allowed load imbalance per constraint (METIS's ubvec - 1)
+  GOPT_OPTION(std::uint64_t, seed, 0)  ///< METIS seed, mixed with the problem seed
   /// Out-of-memory repair rounds, each moving ops off the full devices (0: METIS's
   /// partition as it is).
-  std::int64_t repair_rounds = 20;
+  GOPT_OPTION(std::int64_t, repair_rounds, 20)
 };
 
 /// Registers `metis`.

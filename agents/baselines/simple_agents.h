@@ -5,17 +5,19 @@
 #include <cstdint>
 
 #include "agents/registry.h"
+#include "core/options.h"
 
 namespace gopt::agents {
 
 /// Every option of `single_device`.
 struct SingleDeviceOptions {
-  DeviceId device = 0;  ///< the device that runs every op (it must exist in the cluster)
+  GOPT_OPTION(DeviceId, device,
+              0)  ///< the device that runs every op (it must exist in the cluster)
 };
 
 /// Every option of `random`.
 struct RandomOptions {
-  std::uint64_t seed = 0;  ///< mixed with the problem seed
+  GOPT_OPTION(std::uint64_t, seed, 0)  ///< mixed with the problem seed
 };
 
 /// Registers `single_device`, `round_robin` and `random`.

@@ -15,6 +15,7 @@
 
 #include "agents/registry.h"
 #include "core/compiled_graph.h"
+#include "core/options.h"
 
 namespace gopt::agents {
 
@@ -24,25 +25,17 @@ struct XlaFusionOptions {
   /// result leaves the group or is a graph output) of one fused kernel; 0 = no limit.
   /// Default 64: kMaxOperandsAndOutputsPerFusion of XLA's GPU backend
   /// (tensorflow/compiler/xla/service/gpu/gpu_fusible.h, 2020).
-  std::int32_t max_operands_and_outputs = 64;
+  GOPT_OPTION(std::int32_t, max_operands_and_outputs, 64)
   /// Most ops in one fused kernel; 0 = no limit (XLA has none of its own).
-  std::int32_t max_ops = 0;
-
-  XlaFusionOptions& with_max_operands_and_outputs(std::int32_t n) {
-    max_operands_and_outputs = n;
-    return *this;
-  }
-  XlaFusionOptions& with_max_ops(std::int32_t n) {
-    max_ops = n;
-    return *this;
-  }
+  GOPT_OPTION(std::int32_t, max_ops, 0)
 };
 
 /// Every option of `tf_default`, with its default.
 struct TfDefaultOptions {
-  bool single_device = false;  ///< every op on device 0, not the human expert's placement
-  bool fusion = true;          ///< XLA-style rule-based fusion; false: TensorFlow without XLA
-  XlaFusionOptions xla;        ///< XLA's limits on one fusion
+  GOPT_OPTION(bool, single_device,
+              false)               ///< every op on device 0, not the human expert's placement
+  GOPT_OPTION(bool, fusion, true)  ///< XLA-style rule-based fusion; false: TensorFlow without XLA
+  GOPT_OPTION(XlaFusionOptions, xla, {})  ///< XLA's limits on one fusion
 };
 
 /// True for op kinds XLA's GPU backend fuses (loop and input fusion): elementwise

@@ -30,6 +30,7 @@
 #include "agents/go/go_ppo.h"
 #include "agents/registry.h"
 #include "agents/torch_utils.h"
+#include "core/options.h"
 
 namespace gopt::agents::go {
 
@@ -39,11 +40,11 @@ enum class GoMode { kOne, kPretrain, kFinetune, kZeroShot };
 /// budget: go_finetune (a pretrained policy, at most 50 updates) and the multi-task agents
 /// (the default pipeline's priors), and go_one's on a graph too large for one device
 /// (GoOptions::oversize_learning_rate). Training from scratch otherwise uses
-/// PpoOptions::learning_rate, 3e-4 (docs/agents.md "Design decisions (GO)").
+/// PpoOptions::learning_rate, 3e-4 (docs/design-decisions.md "GO: learning").
 inline constexpr double kSearchLearningRate = 3e-3;
 
 /// go_one's default self-imitation weight (PpoOptions::imitation_coef; the other agents
-/// default to 0). Measured in docs/agents.md, "Design decisions (GO)".
+/// default to 0). Measured in docs/design-decisions.md, "GO: learning".
 inline constexpr double kGoOneImitation = 0.3;
 
 /// The greedy placements go_zero_shot and go_finetune start from (their option
@@ -66,74 +67,72 @@ enum class ExecutorOrder { kExecutor, kCriticalPath };
 /// go_one when a config sets none; the other GO agents start from them and change what
 /// differs (go_agent_defaults, go_registration.h).
 struct GoOptions {
-  GoMode mode = GoMode::kOne;
-  GoPolicyOptions policy;
+  GOPT_OPTION(GoMode, mode, GoMode::kOne)
+  GOPT_OPTION(GoPolicyOptions, policy, {})
   /// PPO's options, with go_one's self-imitation (kGoOneImitation; PpoOptions alone does
   /// not self-imitate).
-  PpoOptions ppo = [] {
-    PpoOptions p;
-    p.imitation_coef = kGoOneImitation;
-    return p;
-  }();
-  std::int64_t graphs_per_batch = 0;  ///< pretraining: graphs trained together (0: all)
-  std::int64_t switch_steps = 1000;   ///< pretraining: updates before the next batch (paper)
+  GOPT_OPTION(PpoOptions, ppo, PpoOptions().with_imitation_coef(kGoOneImitation))
+  GOPT_OPTION(std::int64_t, graphs_per_batch, 0)  ///< pretraining: graphs trained together (0: all)
+  GOPT_OPTION(std::int64_t, switch_steps,
+              1000)  ///< pretraining: updates before the next batch (paper)
   /// Pretraining: graphs of the batch trained by each update, the gradient their mean
   /// (TrainingLoop::graphs_per_update); what data-parallel members split among them.
-  std::int64_t graphs_per_update = 1;
-  std::int64_t finetune_steps = 50;  ///< fine-tuning: at most this many updates (paper: <50)
+  GOPT_OPTION(std::int64_t, graphs_per_update, 1)
+  GOPT_OPTION(std::int64_t, finetune_steps,
+              50)  ///< fine-tuning: at most this many updates (paper: <50)
   /// Pretraining with validation graphs (TransferableAgent::set_validation): updates between
   /// two checks of the policy's zero-shot placements on them.
-  std::int64_t validate_every = 100;
+  GOPT_OPTION(std::int64_t, validate_every, 100)
   /// Zero-shot: at most this many re-placements to move a greedy placement that runs out of
   /// memory into memory (memory_fitting_decision; 0: the greedy placement as it is).
-  std::int64_t memory_repairs = 20;
+  GOPT_OPTION(std::int64_t, memory_repairs, 20)
   /// Zero-shot and fine-tuning: the greedy placements they start from (per op as the
   /// checkpoint decides, per decision unit, or the faster of both); fine-tuning runs its
   /// unit phase (unit_phase) only from a per-unit start. kPolicy: fine-tuning starts from
   /// no placement and runs unit_phase as given.
-  Granularity granularity = Granularity::kPolicy;
+  GOPT_OPTION(Granularity, granularity, Granularity::kPolicy)
   /// GO-one: Adam learning rate on a graph that runs out of memory on one device, whose
-  /// random start is mostly out-of-memory samples (docs/agents.md "Design decisions
-  /// (GO)"); 0: use ppo.learning_rate on every graph (the multi-task agents).
-  double oversize_learning_rate = kSearchLearningRate;
+  /// random start is mostly out-of-memory samples (docs/design-decisions.md "GO: learning"); 0: use
+  /// ppo.learning_rate on every graph (the multi-task agents).
+  GOPT_OPTION(double, oversize_learning_rate, kSearchLearningRate)
   /// Coarse to fine: the first this many updates decide per decision unit
   /// (GoPolicyOptions::unit_decisions), the rest per op, from the same network; the best
   /// decision found in either phase is kept (docs/agents.md "PPO", decision units). 0: off.
-  std::int64_t unit_phase = 0;
+  GOPT_OPTION(std::int64_t, unit_phase, 0)
   /// Coarse to fine: the unit phase ends early, after update s, once the best step time after
   /// s updates is no lower than after s - unit_patience (CoarseToFine); 0: it runs all
   /// unit_phase updates.
-  std::int64_t unit_patience = 0;
+  GOPT_OPTION(std::int64_t, unit_patience, 0)
   /// Coarse to fine: updates after the unit phase over which the ops' placement logits move
   /// from their unit's mean to their own (GoPolicyOptions::unit_blend, linearly), so that
   /// per-op sampling starts from the unit phase's placements. 0: at once.
-  std::int64_t unit_handover = 0;
+  GOPT_OPTION(std::int64_t, unit_handover, 0)
   /// Decision units: a unit's weight gradients become a unit of their own, always or on a
   /// graph with fewer units than devices (docs/agents.md "PPO", decision units). Off: each
   /// layer is one unit with its gradients.
-  WeightGradientUnits weight_gradient_units = WeightGradientUnits::kOff;
+  GOPT_OPTION(WeightGradientUnits, weight_gradient_units, WeightGradientUnits::kOff)
   /// Order of ready ops when the policy decides no priorities (ExecutorOrder).
-  ExecutorOrder order = ExecutorOrder::kExecutor;
+  GOPT_OPTION(ExecutorOrder, order, ExecutorOrder::kExecutor)
   /// Where the policy network runs (resolve_compute_device): auto (a GPU when LibTorch has
   /// CUDA and sees one, else the CPU), cpu or cuda. PPO's sampling and objective and the
   /// simulator stay on the CPU.
-  ComputeDevice device = ComputeDevice::kAuto;
-  std::string checkpoint;  ///< written (pretrain) or read (finetune, zero-shot)
-  std::uint64_t seed = 0;  ///< mixed with the problem seed
-  std::string name;        ///< agent name (empty: the mode's, e.g. go_one)
+  GOPT_OPTION(ComputeDevice, device, ComputeDevice::kAuto)
+  GOPT_OPTION(std::string, checkpoint, {})  ///< written (pretrain) or read (finetune, zero-shot)
+  GOPT_OPTION(std::uint64_t, seed, 0)       ///< mixed with the problem seed
+  GOPT_OPTION(std::string, name, {})        ///< agent name (empty: the mode's, e.g. go_one)
   /// What decisions keep for the tasks the policy does not decide (empty: every op on
   /// device 0, FIFO, no fusion). The multi-task variants use tf_default_base.
-  std::function<DecisionBase(const Problem&)> base;
+  GOPT_OPTION(std::function<DecisionBase(const Problem&)>, base, {})
   /// Logit bonus for the device the base decision gives each op (GraphTensors::
   /// placement_prior), when the policy decides placement and the base has a placement.
   /// 0: none, placement starts at random (go_one, and the multi-task default).
-  double placement_prior = 0;
+  GOPT_OPTION(double, placement_prior, 0)
   /// Logit bonus for one middle priority level for every op (GraphTensors::priority_prior):
   /// equal priorities, the FIFO schedule. 0: none, priorities start at random.
-  double priority_prior = 0;
+  GOPT_OPTION(double, priority_prior, 0)
   /// Logit bonus for the top fusion level on the ops the base's rule-based fusion fuses, and
   /// for level 0 on the others (GraphTensors::fusion_prior). 0: none.
-  double fusion_prior = 0;
+  GOPT_OPTION(double, fusion_prior, 0)
 };
 
 /// TensorFlow's default pipeline as a DecisionBase: the human expert's placement (or every

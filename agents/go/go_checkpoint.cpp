@@ -40,7 +40,7 @@ std::map<std::string, std::int64_t> recorded_fields(GoPolicyOptions o) {
     if (!m.saved) continue;
     std::visit(
         [&](auto accessor) {
-          const auto value = (o.*accessor)();
+          const auto value = o.*accessor;
           if constexpr (std::is_integral_v<decltype(value)>) {
             fields[m.name] = static_cast<std::int64_t>(value);
           }
@@ -353,7 +353,7 @@ GoPolicyOptions parse_policy_options(const std::string& text, std::int64_t versi
     const std::int64_t value = values.at(m.name);
     std::visit(
         [&](auto accessor) {
-          auto& member = (options.*accessor)();
+          auto& member = options.*accessor;
           using T = std::remove_reference_t<decltype(member)>;
           if constexpr (std::is_same_v<T, bool>) {
             member = value != 0;

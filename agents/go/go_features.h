@@ -10,7 +10,7 @@
 // contiguous, pipeline-like partitions; and two memory columns that are not standardised,
 // the graph's total memory (log2 of 1 + GiB, / 4) and the op's own (log2 of 1 + MiB, / 8),
 // so that a graph larger than the training graphs, or an op heavier than its neighbours
-// in absolute terms, looks it (docs/agents.md "Design decisions (GO)": memory features).
+// in absolute terms, looks it (docs/design-decisions.md "GO: learning": memory features).
 #pragma once
 
 #include <torch/torch.h>

@@ -14,13 +14,13 @@ PlacementSpread placement_spread(const std::string& path, const core::CompiledGr
   GoPolicy policy(nullptr);
   read_or_input_error(path, "policy", "corrupt GO checkpoint or snapshot",
                       [&] { policy = read_any_policy(path, spread.updates, spread.options); });
-  if (!policy->options.place()) {
+  if (!policy->options.place) {
     throw core::InputError(path, "options", "the policy does not decide placement");
   }
-  if (devices < 1 || devices > policy->options.max_devices()) {
+  if (devices < 1 || devices > policy->options.max_devices) {
     throw core::InputError(path, "options.max_devices",
                            "the policy places on at most " +
-                               std::to_string(policy->options.max_devices()) + " devices, not " +
+                               std::to_string(policy->options.max_devices) + " devices, not " +
                                std::to_string(devices));
   }
   torch::NoGradGuard no_grad;

@@ -1,7 +1,7 @@
 // Inspecting a trained GO policy without LibTorch in the interface (so `gopt` commands
 // outside agents/ can call it): how its placement distribution varies over the ops of a
 // graph. A policy that ignores the op it places gives every op the same distribution
-// (docs/agents.md, "Design decisions (GO)").
+// (docs/design-decisions.md, "GO: learning").
 #pragma once
 
 #include <cstdint>

@@ -47,9 +47,9 @@ void GoLearner::create_policy(std::uint64_t seed) {
   // A task with a prior starts exactly at the default: its head's random logits would
   // otherwise compete with the prior (the placement head starts at 3x the usual scale).
   const auto& o = options_.policy;
-  if (options_.placement_prior > 0 && o.place()) trained_.policy->zero_head(GoTask::kPlacement);
-  if (options_.priority_prior > 0 && o.schedule()) trained_.policy->zero_head(GoTask::kScheduling);
-  if (options_.fusion_prior > 0 && o.fuse()) trained_.policy->zero_head(GoTask::kFusion);
+  if (options_.placement_prior > 0 && o.place) trained_.policy->zero_head(GoTask::kPlacement);
+  if (options_.priority_prior > 0 && o.schedule) trained_.policy->zero_head(GoTask::kScheduling);
+  if (options_.fusion_prior > 0 && o.fuse) trained_.policy->zero_head(GoTask::kFusion);
   trained_.policy->to(device());  // initialised on the CPU: the same start on every device
   trained_.make_optimizer(options_.ppo.learning_rate);
   trained_.updates = 0;
@@ -66,7 +66,7 @@ void GoLearner::load_policy() {
   trained_ = load_checkpoint(options_.checkpoint, options_.ppo.learning_rate, device());
   rng_ = core::Rng(options_.seed);
   // The registry's rule on `order` sees only the options; a checkpoint brings its own.
-  if (options_.order == ExecutorOrder::kCriticalPath && trained_.policy->options.schedule()) {
+  if (options_.order == ExecutorOrder::kCriticalPath && trained_.policy->options.schedule) {
     throw core::InputError(
         "", std::string("agents.") + name() + ".order",
         "the policy in " + options_.checkpoint + " decides priorities itself (expected executor)");
@@ -90,7 +90,7 @@ void GoLearner::remember(const Problem& problem, core::Decision decision) {
 DecisionBase GoLearner::base_for(const Problem& problem) const {
   DecisionBase base = options_.base ? options_.base(problem) : DecisionBase{};
   base.critical_path_order = options_.order == ExecutorOrder::kCriticalPath;
-  if (base.xla_fusion && !policy_options().place()) {
+  if (base.xla_fusion && !policy_options().place) {
     // The placement is fixed, so is its rule-based fusion: form it once, not per sample.
     const auto& placement = base.decision.placement;
     base.decision.fusion = xla_fusion_priorities(
@@ -140,9 +140,9 @@ void GoLearner::set_priors(GraphTensors& tensors, const DecisionBase& base,
   const GoPolicyOptions& o = policy_options();
   const auto* order = tensors.order.data_ptr<std::int64_t>();
   const std::int64_t n = tensors.num_nodes;
-  if (options_.placement_prior > 0 && o.place() && base.decision.placement) {
+  if (options_.placement_prior > 0 && o.place && base.decision.placement) {
     const auto& placement = *base.decision.placement;
-    auto prior = torch::zeros({n, o.max_devices()});
+    auto prior = torch::zeros({n, o.max_devices});
     auto p = prior.accessor<float, 2>();
     for (std::int64_t pos = 0; pos < n; ++pos) {
       p[pos][placement[static_cast<std::size_t>(order[pos])]] =
@@ -150,12 +150,12 @@ void GoLearner::set_priors(GraphTensors& tensors, const DecisionBase& base,
     }
     tensors.placement_prior = prior;
   }
-  if (options_.priority_prior > 0 && o.schedule()) {
-    auto prior = torch::zeros({n, o.priority_levels()});
-    prior.select(1, o.priority_levels() / 2).fill_(options_.priority_prior);
+  if (options_.priority_prior > 0 && o.schedule) {
+    auto prior = torch::zeros({n, o.priority_levels});
+    prior.select(1, o.priority_levels / 2).fill_(options_.priority_prior);
     tensors.priority_prior = prior;
   }
-  if (options_.fusion_prior > 0 && o.fuse()) {
+  if (options_.fusion_prior > 0 && o.fuse) {
     std::vector<std::int32_t> fusion;
     if (base.decision.fusion) {
       fusion = *base.decision.fusion;
@@ -166,22 +166,22 @@ void GoLearner::set_priors(GraphTensors& tensors, const DecisionBase& base,
     } else {
       fusion.assign(static_cast<std::size_t>(n), 0);
     }
-    auto prior = torch::zeros({n, o.fusion_levels()});
+    auto prior = torch::zeros({n, o.fusion_levels});
     auto p = prior.accessor<float, 2>();
     for (std::int64_t pos = 0; pos < n; ++pos) {
       const bool fused = fusion[static_cast<std::size_t>(order[pos])] > 0;
-      p[pos][fused ? o.fusion_levels() - 1 : 0] = static_cast<float>(options_.fusion_prior);
+      p[pos][fused ? o.fusion_levels - 1 : 0] = static_cast<float>(options_.fusion_prior);
     }
     tensors.fusion_prior = prior;
   }
 }
 
 void GoLearner::check_devices(const Problem& problem) const {
-  if (problem.num_devices() > trained_.policy->options.max_devices()) {
+  if (problem.num_devices() > trained_.policy->options.max_devices) {
     throw core::InputError(options_.checkpoint, std::string("agents.") + name() + ".max_devices",
                            "the cluster has " + std::to_string(problem.num_devices()) +
                                " devices but the policy places on at most " +
-                               std::to_string(trained_.policy->options.max_devices()));
+                               std::to_string(trained_.policy->options.max_devices));
   }
 }
 

@@ -199,7 +199,7 @@ core::Decision memory_fitting_decision(GoPolicy& policy, const GraphTensors& ten
   const std::vector<std::int64_t> greedy_choice(greedy_placement.data_ptr<std::int64_t>(),
                                                 greedy_placement.data_ptr<std::int64_t>() + n);
   Repair fix(out.logits.slice(1, 0, devices).to(torch::kDouble).contiguous(), tensors, problem,
-             move_groups(tensors, policy->options.unit_decisions(),
+             move_groups(tensors, policy->options.unit_decisions,
                          exploration_block_size(block, n, devices)),
              greedy_choice);
   for (std::int64_t step = 0; step < max_repairs; ++step) {

@@ -9,20 +9,20 @@ namespace gopt::agents::go {
 
 std::vector<GoTask> enabled_tasks(const GoPolicyOptions& options) {
   std::vector<GoTask> tasks;
-  if (options.place()) tasks.push_back(GoTask::kPlacement);
-  if (options.schedule()) tasks.push_back(GoTask::kScheduling);
-  if (options.fuse()) tasks.push_back(GoTask::kFusion);
+  if (options.place) tasks.push_back(GoTask::kPlacement);
+  if (options.schedule) tasks.push_back(GoTask::kScheduling);
+  if (options.fuse) tasks.push_back(GoTask::kFusion);
   return tasks;
 }
 
 std::int64_t task_width(const GoPolicyOptions& options, GoTask task) {
   switch (task) {
     case GoTask::kPlacement:
-      return options.max_devices();
+      return options.max_devices;
     case GoTask::kScheduling:
-      return options.priority_levels();
+      return options.priority_levels;
     case GoTask::kFusion:
-      return options.fusion_levels();
+      return options.fusion_levels;
   }
   return 0;
 }
@@ -65,13 +65,13 @@ torch::Tensor SageLayerImpl::forward(const torch::Tensor& h, const GraphTensors&
 }
 
 GraphSageEncoderImpl::GraphSageEncoderImpl(const GoPolicyOptions& options)
-    : kind_(register_module("kind",
-                            torch::nn::Embedding(core::kNumOpKinds, options.kind_embedding()))),
-      input_(register_module("input", torch::nn::Linear(options.kind_embedding() + kNumericFeatures,
-                                                        options.hidden()))),
+    : kind_(
+          register_module("kind", torch::nn::Embedding(core::kNumOpKinds, options.kind_embedding))),
+      input_(register_module(
+          "input", torch::nn::Linear(options.kind_embedding + kNumericFeatures, options.hidden))),
       layers_(register_module("layers", torch::nn::ModuleList())) {
-  for (std::int64_t i = 0; i < options.sage_layers(); ++i) {
-    layers_->push_back(SageLayer(options.hidden()));
+  for (std::int64_t i = 0; i < options.sage_layers; ++i) {
+    layers_->push_back(SageLayer(options.hidden));
   }
 }
 
@@ -122,45 +122,44 @@ GoPolicyImpl::GoPolicyImpl(const GoPolicyOptions& options_)
       encoder_(register_module("encoder", GraphSageEncoder(options_))),
       attention_(register_module("attention", torch::nn::ModuleList())),
       modulation_(register_module(
-          "modulation", torch::nn::Linear(2 * options_.hidden(),
-                                          2 * options_.hidden() * options_.attention_layers()))),
+          "modulation",
+          torch::nn::Linear(2 * options_.hidden, 2 * options_.hidden * options_.attention_layers))),
       previous_device_(register_module(
-          "previous_device", torch::nn::Embedding(options_.max_devices(), options_.hidden()))),
-      placement_(register_module("placement",
-                                 torch::nn::Linear(options_.hidden(), options_.max_devices()))),
+          "previous_device", torch::nn::Embedding(options_.max_devices, options_.hidden))),
+      placement_(
+          register_module("placement", torch::nn::Linear(options_.hidden, options_.max_devices))),
       task_attention_(register_module("task_attention", torch::nn::ModuleList())),
       decision_embedding_(register_module("decision_embedding", torch::nn::ModuleList())),
-      value_hidden_(register_module("value_hidden",
-                                    torch::nn::Linear(2 * options_.hidden(), options_.hidden()))),
-      value_out_(register_module("value_out", torch::nn::Linear(options_.hidden(), 1))) {
-  for (std::int64_t i = 0; i < options.attention_layers(); ++i) {
+      value_hidden_(
+          register_module("value_hidden", torch::nn::Linear(2 * options_.hidden, options_.hidden))),
+      value_out_(register_module("value_out", torch::nn::Linear(options_.hidden, 1))) {
+  for (std::int64_t i = 0; i < options.attention_layers; ++i) {
     attention_->push_back(
-        SegmentAttentionLayer(options.hidden(), options.heads(), options.segment_length()));
+        SegmentAttentionLayer(options.hidden, options.heads, options.segment_length));
   }
-  if (options.unit_gate()) {
-    unit_gate_ = register_module("unit_gate", torch::nn::Linear(options.hidden(), 1));
+  if (options.unit_gate) {
+    unit_gate_ = register_module("unit_gate", torch::nn::Linear(options.hidden, 1));
   }
   const auto tasks = enabled_tasks(options);
   TORCH_CHECK(!tasks.empty(), "GO policy: no task to decide (place, schedule and fuse all off)");
-  TORCH_CHECK(options.task_layers() || (tasks.size() == 1 && tasks[0] == GoTask::kPlacement),
+  TORCH_CHECK(options.task_layers || (tasks.size() == 1 && tasks[0] == GoTask::kPlacement),
               "GO policy: scheduling and fusion need task_layers (the multi-task network)");
-  TORCH_CHECK(options.priority_levels() >= 2, "GO policy: priority_levels must be at least 2");
-  TORCH_CHECK(options.fusion_levels() >= 2, "GO policy: fusion_levels must be at least 2");
-  if (options.schedule()) {
+  TORCH_CHECK(options.priority_levels >= 2, "GO policy: priority_levels must be at least 2");
+  TORCH_CHECK(options.fusion_levels >= 2, "GO policy: fusion_levels must be at least 2");
+  if (options.schedule) {
     priority_ =
-        register_module("priority", torch::nn::Linear(options.hidden(), options.priority_levels()));
+        register_module("priority", torch::nn::Linear(options.hidden, options.priority_levels));
   }
-  if (options.fuse()) {
-    fusion_ =
-        register_module("fusion", torch::nn::Linear(options.hidden(), options.fusion_levels()));
+  if (options.fuse) {
+    fusion_ = register_module("fusion", torch::nn::Linear(options.hidden, options.fusion_levels));
   }
-  if (options.task_layers()) {
+  if (options.task_layers) {
     for (std::size_t i = 0; i < tasks.size(); ++i) {
       task_attention_->push_back(
-          SegmentAttentionLayer(options.hidden(), options.heads(), options.segment_length()));
+          SegmentAttentionLayer(options.hidden, options.heads, options.segment_length));
       if (i + 1 < tasks.size()) {
         decision_embedding_->push_back(torch::nn::Linear(
-            torch::nn::LinearOptions(task_width(options, tasks[i]), options.hidden()).bias(false)));
+            torch::nn::LinearOptions(task_width(options, tasks[i]), options.hidden).bias(false)));
       }
     }
   }
@@ -176,7 +175,7 @@ void GoPolicyImpl::reset_heads() {
   // sharper random start breaks the symmetry and lets PPO improve a coherent placement.
   modulation_->weight.zero_();
   modulation_->bias.zero_();
-  placement_->weight.mul_(options.head_init_scale());
+  placement_->weight.mul_(options.head_init_scale);
   if (!unit_gate_.is_empty()) {
     unit_gate_->weight.zero_();  // every op half its unit's, half its own at first
     unit_gate_->bias.zero_();
@@ -208,13 +207,13 @@ void GoPolicyImpl::zero_head(GoTask task) {
 torch::Tensor GoPolicyImpl::placement_logits(const torch::Tensor& x, const torch::Tensor& masked,
                                              const GraphTensors& g, PolicyOutput& out) {
   auto logits = with_prior(placement_(x), g.placement_prior, "placement");
-  if (options.unit_decisions()) {
+  if (options.unit_decisions) {
     // The mean over each unit's ops, given back to every op of the unit.
     logits = unit_means(logits, g).index_select(0, g.unit);
-  } else if (options.unit_blend() < 1.0) {
+  } else if (options.unit_blend < 1.0) {
     const auto means = unit_means(logits, g).index_select(0, g.unit);
-    logits = means + options.unit_blend() * (logits - means);
-  } else if (options.unit_gate()) {
+    logits = means + options.unit_blend * (logits - means);
+  } else if (options.unit_gate) {
     // log(g p_unit + (1 - g) p_own), from log-softmaxes of the masked logits, so that the
     // masked devices keep no probability in either part.
     const auto unit = torch::log_softmax(
@@ -260,12 +259,12 @@ torch::Tensor GoPolicyImpl::forward_tasks(const torch::Tensor& shared, const tor
 }
 
 torch::Tensor GoPolicyImpl::attend(torch::Tensor x, const torch::Tensor& graph_embedding) {
-  const auto h = options.hidden();
+  const auto h = options.hidden;
   torch::Tensor film;
-  if (options.modulation()) film = modulation_(graph_embedding).view({-1, 2, h});
+  if (options.modulation) film = modulation_(graph_embedding).view({-1, 2, h});
   std::int64_t i = 0;
   for (const auto& layer : *attention_) {
-    if (options.modulation()) {
+    if (options.modulation) {
       auto gate = 2.0 * torch::sigmoid(film[i][0]);
       x = x * gate + film[i][1];
     }
@@ -278,8 +277,8 @@ torch::Tensor GoPolicyImpl::attend(torch::Tensor x, const torch::Tensor& graph_e
 torch::Device GoPolicyImpl::device() const { return parameters().front().device(); }
 
 PolicyOutput GoPolicyImpl::forward(const GraphTensors& g, std::int64_t devices) {
-  TORCH_CHECK(devices >= 1 && devices <= options.max_devices(), "GO policy: a cluster of ", devices,
-              " devices does not fit a policy of at most ", options.max_devices(),
+  TORCH_CHECK(devices >= 1 && devices <= options.max_devices, "GO policy: a cluster of ", devices,
+              " devices does not fit a policy of at most ", options.max_devices,
               " devices (option max_devices)");
   const torch::Device where = device();
   if (where.is_cpu()) return forward_on(g, devices);
@@ -298,17 +297,17 @@ PolicyOutput GoPolicyImpl::forward_on(const GraphTensors& g, std::int64_t device
   PolicyOutput out;
   out.embeddings = encoder_(g);
   auto graph_embedding = pool(out.embeddings);
-  auto masked = torch::arange(options.max_devices(),
+  auto masked = torch::arange(options.max_devices,
                               torch::TensorOptions(torch::kLong).device(g.kinds.device()))
                     .ge(devices);
   torch::Tensor x;
-  for (std::int64_t pass = 0; pass < options.refine_passes(); ++pass) {
+  for (std::int64_t pass = 0; pass < options.refine_passes; ++pass) {
     auto input = out.embeddings;
     if (pass > 0 && out.logits.defined()) {
       input = input + previous_device_(out.logits.argmax(1).detach());
     }
     x = attend(input, graph_embedding);
-    if (options.task_layers()) {
+    if (options.task_layers) {
       x = forward_tasks(x, masked, g, out);
     } else {
       out.logits = placement_logits(x, masked, g, out);

@@ -22,44 +22,45 @@
 #include <vector>
 
 #include "agents/go/go_features.h"
+#include "core/options.h"
 
 namespace gopt::agents::go {
 
 /// Sizes of the policy. Defaults: docs/agents.md.
 struct GoPolicyOptions {
-  TORCH_ARG(std::int64_t, hidden) = 64;           ///< width of every hidden layer
-  TORCH_ARG(std::int64_t, kind_embedding) = 16;   ///< op kind embedding size
-  TORCH_ARG(std::int64_t, sage_layers) = 2;       ///< GraphSAGE hops
-  TORCH_ARG(std::int64_t, attention_layers) = 2;  ///< recurrent attention layers
-  TORCH_ARG(std::int64_t, heads) = 2;             ///< attention heads
-  TORCH_ARG(std::int64_t, segment_length) = 64;   ///< nodes per attention segment
-  TORCH_ARG(std::int64_t, max_devices) = 8;       ///< placement head width
-  TORCH_ARG(std::int64_t, refine_passes) = 1;     ///< 1: decide once, no refinement
-  TORCH_ARG(bool, modulation) = true;             ///< feature modulation on/off (ablation)
-  TORCH_ARG(double, head_init_scale) = 3.0;       ///< placement head init x this (not saved)
+  GOPT_OPTION(std::int64_t, hidden, 64)           ///< width of every hidden layer
+  GOPT_OPTION(std::int64_t, kind_embedding, 16)   ///< op kind embedding size
+  GOPT_OPTION(std::int64_t, sage_layers, 2)       ///< GraphSAGE hops
+  GOPT_OPTION(std::int64_t, attention_layers, 2)  ///< recurrent attention layers
+  GOPT_OPTION(std::int64_t, heads, 2)             ///< attention heads
+  GOPT_OPTION(std::int64_t, segment_length, 64)   ///< nodes per attention segment
+  GOPT_OPTION(std::int64_t, max_devices, 8)       ///< placement head width
+  GOPT_OPTION(std::int64_t, refine_passes, 1)     ///< 1: decide once, no refinement
+  GOPT_OPTION(bool, modulation, true)             ///< feature modulation on/off (ablation)
+  GOPT_OPTION(double, head_init_scale, 3.0)       ///< placement head init x this (not saved)
   /// One placement distribution per decision unit (GraphTensors::unit): the placement
   /// logits are the mean of the unit's per-op logits, shared by its ops, so that a unit
   /// moves between devices whole (docs/agents.md "PPO", decision units). Off: per op (the paper).
-  TORCH_ARG(bool, unit_decisions) = false;
+  GOPT_OPTION(bool, unit_decisions, false)
   /// With per-op decisions: each op's placement logits are its unit's mean logits plus this
   /// times the op's own deviation from them (1: the op's own logits; 0: the unit's, still
   /// sampled per op). CoarseToFine ramps it from 0 to 1 after the unit phase; not saved.
-  TORCH_ARG(double, unit_blend) = 1.0;
+  GOPT_OPTION(double, unit_blend, 1.0)
   /// With per-op decisions: each op's device distribution is a learned mixture of its
   /// unit's (the softmax of the unit's mean logits) and its own, weighted per op by a gate
   /// head (sigmoid of a linear map of the op's features, 1/2 at first), so that the policy
   /// learns which ops follow their unit and which decide alone. Off: the op's own (the paper).
-  TORCH_ARG(bool, unit_gate) = false;
+  GOPT_OPTION(bool, unit_gate, false)
   // Tasks (issue #9). With task_layers off and only placement on, the network is the
   // placement policy above (go_one). With task_layers on, every decided task has its own
   // recurrent attention layer, chained in the order placement, scheduling, fusion with a
   // residual connection, and each layer's input carries the previous task's decision.
-  TORCH_ARG(bool, place) = true;                 ///< decide placement (per-node device)
-  TORCH_ARG(bool, schedule) = false;             ///< decide scheduling (per-node priority level)
-  TORCH_ARG(bool, fuse) = false;                 ///< decide fusion (per-node fusion priority)
-  TORCH_ARG(bool, task_layers) = false;          ///< one attention layer per task (multi-task GO)
-  TORCH_ARG(std::int64_t, priority_levels) = 8;  ///< scheduling head width
-  TORCH_ARG(std::int64_t, fusion_levels) = 4;    ///< fusion head width (level 0: never fuse)
+  GOPT_OPTION(bool, place, true)                 ///< decide placement (per-node device)
+  GOPT_OPTION(bool, schedule, false)             ///< decide scheduling (per-node priority level)
+  GOPT_OPTION(bool, fuse, false)                 ///< decide fusion (per-node fusion priority)
+  GOPT_OPTION(bool, task_layers, false)          ///< one attention layer per task (multi-task GO)
+  GOPT_OPTION(std::int64_t, priority_levels, 8)  ///< scheduling head width
+  GOPT_OPTION(std::int64_t, fusion_levels, 4)    ///< fusion head width (level 0: never fuse)
 };
 
 /// Which agents take a GoPolicyOptions member as an option (go_registration.cpp).
@@ -70,14 +71,14 @@ enum class GoPolicyOption {
 };
 
 /// One GoPolicyOptions member as the registry and the checkpoint see it: its name, its
-/// TORCH_ARG accessor, whether it is an option and with what help and range, and whether a
+/// member pointer, whether it is an option and with what help and range, and whether a
 /// checkpoint records it (go_checkpoint.h). Members are recorded unless marked not_saved();
 /// recording a new one is a new minor version of the checkpoint, whose reader gives older
 /// files the value their policy had (go_checkpoint.cpp, kVersion2MinorFields).
 struct GoPolicyMember {
-  using Integer = std::int64_t& (GoPolicyOptions::*)() noexcept;
-  using Flag = bool& (GoPolicyOptions::*)() noexcept;
-  using Number = double& (GoPolicyOptions::*)() noexcept;
+  using Integer = std::int64_t GoPolicyOptions::*;
+  using Flag = bool GoPolicyOptions::*;
+  using Number = double GoPolicyOptions::*;
 
   const char* name = "";                          ///< the option's and the checkpoint's key
   std::variant<Integer, Flag, Number> access;     ///< &GoPolicyOptions::hidden

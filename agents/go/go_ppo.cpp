@@ -23,7 +23,7 @@ namespace {
 // and loss terms are per unit (one row each, GraphTensors::unit_rows), and every op takes
 // its unit's device.
 bool per_unit(const GoPolicyOptions& options, GoTask task) {
-  return options.unit_decisions() && task == GoTask::kPlacement;
+  return options.unit_decisions && task == GoTask::kPlacement;
 }
 
 // The log-probabilities of `task`'s decisions, one row per decision.
@@ -223,8 +223,8 @@ void ppo_backward(GoPolicy& policy, const GraphTensors& g, PpoBatch& batch,
   if (stats != nullptr) {
     stats->policy_loss = l.policy.item<double>();
     stats->value_loss = l.value.item<double>();
-    const auto decisions = o.unit_decisions() ? torch::tensor(static_cast<float>(g.num_units))
-                                              : g.action_mask.sum().clamp_min(1.0);
+    const auto decisions = o.unit_decisions ? torch::tensor(static_cast<float>(g.num_units))
+                                            : g.action_mask.sum().clamp_min(1.0);
     stats->entropy = (l.entropy / decisions).item<double>();
   }
 }
@@ -302,7 +302,7 @@ void PpoTrainer::draw(PpoTask& task, PpoBatch& batch) {
   // drawn per unit from the mean of its ops' logits and trained on those unit
   // log-probabilities; the others per op.
   batch.unit_samples =
-      !o.unit_decisions() && o.place() ? std::min<std::int64_t>(k, options_.unit_samples) : 0;
+      !o.unit_decisions && o.place ? std::min<std::int64_t>(k, options_.unit_samples) : 0;
   batch.first_pass = policy_->forward(g, batch.devices);
   torch::NoGradGuard no_grad;
   TaskActions greedy;

@@ -40,53 +40,54 @@
 #include "agents/go/go_features.h"
 #include "agents/go/go_model.h"
 #include "agents/learner_group.h"
+#include "core/options.h"
 
 namespace gopt::agents::go {
 
 struct PpoOptions {
-  std::int64_t samples_per_step = 16;  ///< placements sampled per update
-  std::int64_t epochs = 3;             ///< optimisation passes over each batch
-  double learning_rate = 3e-4;         ///< Adam (docs/agents.md "Design decisions (GO)")
-  double clip = 0.2;                   ///< ratio clip range
-  double value_coef = 0.5;             ///< weight of the value loss
-  double entropy_coef = 0.01;          ///< weight of the entropy bonus
+  GOPT_OPTION(std::int64_t, samples_per_step, 16)  ///< placements sampled per update
+  GOPT_OPTION(std::int64_t, epochs, 3)             ///< optimisation passes over each batch
+  GOPT_OPTION(double, learning_rate, 3e-4)  ///< Adam (docs/design-decisions.md "GO: learning")
+  GOPT_OPTION(double, clip, 0.2)            ///< ratio clip range
+  GOPT_OPTION(double, value_coef, 0.5)      ///< weight of the value loss
+  GOPT_OPTION(double, entropy_coef, 0.01)   ///< weight of the entropy bonus
   /// Weight of the device-balance penalty (0: off): KL(uniform || p̄) times the number of
   /// placement decisions, where p̄ is the policy's device distribution averaged over those
   /// decisions. It keeps every device in use on average, so that a device the policy
   /// stopped sampling (whose mean probability fell to ~1e-4, where neither the reward nor
   /// the per-node entropy moves it back) comes back (docs/agents.md "Device balance").
-  double device_balance = 0;
+  GOPT_OPTION(double, device_balance, 0)
   /// With device_balance: a floor, as a fraction of the uniform share 1/devices, below
   /// which a device's mean probability is penalised; devices above it are left alone, so
   /// that a graph whose best placements use few devices is not pulled towards all of them
   /// (0: no floor, the full KL). The penalty is then c · n · (1/devices) · Σ over devices
   /// of max(0, log(floor / devices) − log p̄_d), the KL's terms of the devices below it.
-  double device_floor = 0;
-  double grad_clip = 1.0;       ///< max global gradient norm
-  double oom_reward = -3.0;     ///< reward of an out-of-memory placement
-  bool evaluate_greedy = true;  ///< also simulate the argmax placement each update
+  GOPT_OPTION(double, device_floor, 0)
+  GOPT_OPTION(double, grad_clip, 1.0)       ///< max global gradient norm
+  GOPT_OPTION(double, oom_reward, -3.0)     ///< reward of an out-of-memory placement
+  GOPT_OPTION(bool, evaluate_greedy, true)  ///< also simulate the argmax placement each update
   /// Self-imitation: each epoch also maximises the log-likelihood of the best decision found
   /// so far on the graph (summed over nodes), with this weight. 0: off.
-  double imitation_coef = 0;
+  GOPT_OPTION(double, imitation_coef, 0)
   /// ... each op's log-likelihood only while the best action's probability is below this,
   /// so that the policy keeps exploring around the best decision (1: no limit).
-  double imitation_cap = 0.9;
+  GOPT_OPTION(double, imitation_cap, 0.9)
   /// Correlated exploration: nodes in the same block of this many consecutive topological
   /// positions share their Gumbel noise when sampled (1: independent, as in the paper).
   /// Capped at N / (4 x devices) so that every graph has at least 4 blocks per device.
-  std::int64_t exploration_block = 64;
+  GOPT_OPTION(std::int64_t, exploration_block, 64)
   /// Every other sample shares noise per layer (ops with a layer attribute) instead of per
   /// block, so whole layers move between devices together.
-  bool layer_exploration = true;
+  GOPT_OPTION(bool, layer_exploration, true)
   /// ... and the layer groups are (top-level name scope, layer attribute) pairs, so that an
-  /// encoder layer moves apart from the decoder layer with the same index (docs/agents.md
+  /// encoder layer moves apart from the decoder layer with the same index (docs/design-decisions.md
   /// "What limits GO-one on the RNN graphs"). Off: one group per layer attribute.
-  bool scope_exploration = false;
+  GOPT_OPTION(bool, scope_exploration, false)
   /// Mixed sampling, with per-op decisions: the first this many samples of each update
   /// are drawn per decision unit (GraphTensors::unit) from the softmax of the mean of its
   /// ops' logits, every op of a unit on the unit's device, and trained on those per-unit
   /// log-probabilities; the others per op, as above. 0: every sample per op.
-  std::int64_t unit_samples = 0;
+  GOPT_OPTION(std::int64_t, unit_samples, 0)
 };
 
 /// One graph being trained on, with its per-graph reward reference.

@@ -20,11 +20,10 @@ namespace {
 
 using Fields = OptionFields<GoOptions>;
 
-// A GoPolicyOptions member, through its TORCH_ARG accessor (&GoPolicyOptions::hidden), as
-// a field of GoOptions.
+// A GoPolicyOptions member (&GoPolicyOptions::hidden) as a field of GoOptions.
 template <typename T>
-auto policy_field(T& (GoPolicyOptions::*accessor)() noexcept) {
-  return [accessor](GoOptions& g) -> T& { return (g.policy.*accessor)(); };
+auto policy_field(T GoPolicyOptions::*member) {
+  return [member](GoOptions& g) -> T& { return g.policy.*member; };
 }
 
 // A PpoOptions member as a field of GoOptions.
@@ -60,16 +59,16 @@ Fields policy_option_fields() {
   return policy_member_options(GoPolicyOption::kPolicy)
       .rule("unit_gate",
             [](const GoOptions& g) -> std::string {
-              if (!g.policy.unit_gate() || !g.policy.unit_decisions()) return "";
+              if (!g.policy.unit_gate || !g.policy.unit_decisions) return "";
               return "unit_decisions decides per unit only, with no per-op mix to gate";
             })
       .rule("heads",
             [](const GoOptions& g) -> std::string {
-              if (g.policy.hidden() % g.policy.heads() == 0) return "";
-              return "expected a divisor of hidden (" + std::to_string(g.policy.hidden()) + ")";
+              if (g.policy.hidden % g.policy.heads == 0) return "";
+              return "expected a divisor of hidden (" + std::to_string(g.policy.hidden) + ")";
             })
       .cluster_rule("max_devices", [](const GoOptions& g, std::int64_t devices) -> std::string {
-        if (g.policy.max_devices() >= devices) return "";
+        if (g.policy.max_devices >= devices) return "";
         return "expected at least the cluster's " + std::to_string(devices) + " devices";
       });
 }
@@ -165,11 +164,11 @@ Fields policy_ppo_rules() {
   return Fields()
       .rule("unit_phase",
             [](const GoOptions& g) -> std::string {
-              if (g.unit_phase == 0 || !g.policy.unit_decisions()) return "";
+              if (g.unit_phase == 0 || !g.policy.unit_decisions) return "";
               return "with unit_decisions every update decides per unit already";
             })
       .rule("unit_samples", [](const GoOptions& g) -> std::string {
-        if (g.ppo.unit_samples == 0 || !g.policy.unit_decisions()) return "";
+        if (g.ppo.unit_samples == 0 || !g.policy.unit_decisions) return "";
         return "with unit_decisions every sample places whole units already";
       });
 }
@@ -196,7 +195,7 @@ Fields order_field() {
                   {"executor", ExecutorOrder::kExecutor},
                   {"critical_path", ExecutorOrder::kCriticalPath}})
       .rule("order", [](const GoOptions& g) -> std::string {
-        if (g.order == ExecutorOrder::kExecutor || !g.policy.schedule()) return "";
+        if (g.order == ExecutorOrder::kExecutor || !g.policy.schedule) return "";
         return "this agent decides priorities itself (expected executor)";
       });
 }
@@ -325,7 +324,7 @@ std::vector<GoAgentEntry> multitask_agents() {
     GoOptions g = searching(GoMode::kOne);
     g.name = v.name;
     g.oversize_learning_rate = 0;
-    g.policy.place(v.place).schedule(v.schedule).fuse(v.fuse).task_layers(true);
+    g.policy.with_place(v.place).with_schedule(v.schedule).with_fuse(v.fuse).with_task_layers(true);
     agents.push_back({v.name,
                       std::string("multi-task GO (one recurrent attention layer per task) for ") +
                           v.what +

@@ -165,19 +165,19 @@ std::int64_t unit_phase_end(const std::vector<LearningCurvePoint>& curve, std::i
 
 void CoarseToFine::before_update(TrainingRun& run, std::int64_t step) {
   auto& options = run.trained.policy->options;
-  per_unit_ = options.unit_decisions();
-  blend_ = options.unit_blend();
+  per_unit_ = options.unit_decisions;
+  blend_ = options.unit_blend;
   const std::int64_t end = unit_phase_end(run.curve, step, unit_updates_, patience_);
   if (step < end) {
-    options.unit_decisions(true);
+    options.with_unit_decisions(true);
   } else if (step < end + handover_updates_) {
-    options.unit_blend(static_cast<double>(step - end + 1) /
-                       static_cast<double>(handover_updates_ + 1));
+    options.with_unit_blend(static_cast<double>(step - end + 1) /
+                            static_cast<double>(handover_updates_ + 1));
   }
 }
 
 void CoarseToFine::after_update(TrainingRun& run, std::int64_t /*step*/) {
-  run.trained.policy->options.unit_decisions(per_unit_).unit_blend(blend_);
+  run.trained.policy->options.with_unit_decisions(per_unit_).with_unit_blend(blend_);
 }
 
 ModelSelection::ModelSelection(std::vector<ValidationGraph> graphs, std::int64_t every,

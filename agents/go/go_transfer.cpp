@@ -32,7 +32,7 @@ GreedyStart place_greedily(GoLearner& go, Environment& env, Granularity granular
   const GraphTensors tensors = go.tensors_for(problem, base);
   const SubnormalsFlushed flushed;
   GoPolicy policy = go.trained().policy;
-  const bool trained_per_unit = policy->options.unit_decisions();
+  const bool trained_per_unit = policy->options.unit_decisions;
   const bool units_are_ops = tensors.num_units == tensors.num_nodes;
   // Per unit or not, in the order they are tried: `best` reads the checkpoint as it was
   // trained first, then at the other granularity.
@@ -45,14 +45,14 @@ GreedyStart place_greedily(GoLearner& go, Environment& env, Granularity granular
   for (const bool per_unit : granularities) {
     const Seconds best_before = env.best_step_time_s();
     // The policy is shared with the learner: the granularity holds for this placement only.
-    policy->options.unit_decisions(per_unit);
+    policy->options.with_unit_decisions(per_unit);
     core::Decision decision = memory_fitting_decision(policy, tensors, env, base, o.memory_repairs,
                                                       o.ppo.exploration_block);
     if (env.best_step_time_s() < best_before) start.per_unit_fastest = per_unit;
     if (!placed) start.first = std::move(decision);
     placed = true;
   }
-  policy->options.unit_decisions(trained_per_unit);
+  policy->options.with_unit_decisions(trained_per_unit);
   return start;
 }
 
@@ -135,7 +135,7 @@ class GoFinetuneAgent final : public GoAgentBase<Agent> {
       const bool per_unit_fastest = place_greedily(go_, env, o.granularity).per_unit_fastest;
       if (o.granularity == Granularity::kBest && !per_unit_fastest) unit_phase = 0;
       GoPolicy policy = go_.trained().policy;  // shares the learner's network
-      policy->options.unit_decisions(false);
+      policy->options.with_unit_decisions(false);
     }
     TrainingLoop loop = go_.loop(unit_phase);
     loop.max_updates(o.finetune_steps);

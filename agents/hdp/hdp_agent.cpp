@@ -249,12 +249,12 @@ class HdpAgent final : public Agent {
       edge_src_[e] = static_cast<std::int64_t>(problem.graph.edge_source(e));
       edge_dst_[e] = static_cast<std::int64_t>(problem.graph.out_target(e));
     }
-    grouper_ =
-        Grouper(GrouperOptions(features_.size(1), num_groups_).hidden(options_.grouper_hidden));
+    grouper_ = Grouper(
+        GrouperOptions(features_.size(1), num_groups_).with_hidden(options_.grouper_hidden));
     placer_ = Placer(PlacerOptions(counted_.size(1) + 2 + num_groups_, devices_)
-                         .hidden(options_.placer_hidden)
-                         .device_embedding(options_.device_embedding)
-                         .tanh_constant(options_.tanh_constant));
+                         .with_hidden(options_.placer_hidden)
+                         .with_device_embedding(options_.device_embedding)
+                         .with_tanh_constant(options_.tanh_constant));
     initialise(*grouper_, rng_);
     initialise(*placer_, rng_);
     trained_graph_ = nullptr;

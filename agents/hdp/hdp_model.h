@@ -10,15 +10,17 @@
 
 #include <cstdint>
 
+#include "core/options.h"
+
 namespace gopt::agents::hdp {
 
 /// Options of the Grouper; defaults from the HDP paper (hidden size 64).
 struct GrouperOptions {
-  GrouperOptions(std::int64_t in_features, std::int64_t groups)
-      : in_features_(in_features), groups_(groups) {}
-  TORCH_ARG(std::int64_t, in_features);
-  TORCH_ARG(std::int64_t, groups);
-  TORCH_ARG(std::int64_t, hidden) = 64;
+  GrouperOptions(std::int64_t features, std::int64_t group_count)
+      : in_features(features), groups(group_count) {}
+  GOPT_OPTION(std::int64_t, in_features, 0)
+  GOPT_OPTION(std::int64_t, groups, 0)
+  GOPT_OPTION(std::int64_t, hidden, 64)
 };
 
 /// op features [N, in_features] -> group logits [N, groups].
@@ -38,14 +40,14 @@ TORCH_MODULE(Grouper);
 
 /// Options of the Placer.
 struct PlacerOptions {
-  PlacerOptions(std::int64_t in_features, std::int64_t devices)
-      : in_features_(in_features), devices_(devices) {}
-  TORCH_ARG(std::int64_t, in_features);  ///< size of one group embedding
-  TORCH_ARG(std::int64_t, devices);
-  TORCH_ARG(std::int64_t, hidden) = 128;  ///< decoder LSTM size (encoder: half per direction)
-  TORCH_ARG(std::int64_t, device_embedding) = 32;  ///< embedding of the previous decision
+  PlacerOptions(std::int64_t features, std::int64_t device_count)
+      : in_features(features), devices(device_count) {}
+  GOPT_OPTION(std::int64_t, in_features, 0)  ///< size of one group embedding
+  GOPT_OPTION(std::int64_t, devices, 0)
+  GOPT_OPTION(std::int64_t, hidden, 128)  ///< decoder LSTM size (encoder: half per direction)
+  GOPT_OPTION(std::int64_t, device_embedding, 32)  ///< embedding of the previous decision
   /// Logits become tanh_constant x tanh(logits) when > 0 (grappler's tanh_constant).
-  TORCH_ARG(double, tanh_constant) = 0;
+  GOPT_OPTION(double, tanh_constant, 0)
 };
 
 /// What one decoding pass produces, for a batch of K group sequences.
@@ -86,10 +88,10 @@ PlacerOutput PlacerImpl::forward(const torch::Tensor& groups, Choose&& choose) {
   const auto batch = groups.size(1);
   auto encoded = std::get<0>(encoder_->forward(groups));  // [G, K, hidden]
   auto encoded_proj = attn_encoded_->forward(encoded);    // [G, K, hidden]
-  auto h = torch::zeros({batch, options.hidden()});
-  auto c = torch::zeros({batch, options.hidden()});
+  auto h = torch::zeros({batch, options.hidden});
+  auto c = torch::zeros({batch, options.hidden});
   // Decoding starts from a reserved "no device yet" embedding (index = devices).
-  auto previous = torch::full({batch}, options.devices(), torch::kLong);
+  auto previous = torch::full({batch}, options.devices, torch::kLong);
   std::vector<torch::Tensor> chosen;
   std::vector<torch::Tensor> log_probs;
   chosen.reserve(static_cast<std::size_t>(num_groups));
@@ -99,7 +101,7 @@ PlacerOutput PlacerImpl::forward(const torch::Tensor& groups, Choose&& choose) {
     std::tie(h, c) = decoder_->forward(input, std::make_tuple(h, c));
     auto context = attend(encoded_proj, encoded, h);
     auto logits = out_->forward(torch::cat({h, context}, 1));  // [K, D]
-    if (options.tanh_constant() > 0) logits = options.tanh_constant() * torch::tanh(logits);
+    if (options.tanh_constant > 0) logits = options.tanh_constant * torch::tanh(logits);
     auto devices = choose(logits);  // [K]
     log_probs.push_back(torch::log_softmax(logits, 1).gather(1, devices.unsqueeze(1)).squeeze(1));
     chosen.push_back(devices);

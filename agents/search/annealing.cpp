@@ -49,7 +49,7 @@ class AnnealingAgent final : public Agent {
     if (trained_graph_ == &problem.graph && devices_ == problem.num_devices()) return best_;
     // Untrained: the best start without searching (one sample per start).
     Environment env(problem);
-    train(env, TrainBudget().with_samples(static_cast<std::int64_t>(options_.starts.size())),
+    train(env, TrainBudget().with_max_samples(static_cast<std::int64_t>(options_.starts.size())),
           nullptr);
     return best_;
   }

@@ -13,7 +13,7 @@
 // Every start and every move costs one sample: the budget counts them all.
 //
 //   auto search = registry.create("annealing", {{"tasks", "placement"}});
-//   search->train(env, TrainBudget().with_steps(200), nullptr);  // 200 x 17 samples
+//   search->train(env, TrainBudget().with_max_steps(200), nullptr);  // 200 x 17 samples
 //   core::Decision d = search->propose(problem);  // never worse than its best start
 #pragma once
 
@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "agents/registry.h"
+#include "core/options.h"
 
 namespace gopt::agents::search {
 
@@ -35,30 +36,32 @@ inline constexpr std::int64_t kGoSamplesPerUpdate = 17;
 struct AnnealingOptions {
   /// Agents whose decisions are the candidate starts; the best one that fits is where the
   /// search begins.
-  std::vector<std::string> starts = {"single_device", "human_expert", "metis", "heft", "m_etf"};
-  bool search_placement = true;
-  bool search_priority = false;                         ///< scheduling: per-op priorities
-  bool search_fusion = false;                           ///< per-op fusion levels
-  std::int64_t samples_per_step = kGoSamplesPerUpdate;  ///< samples per learning-curve point
+  GOPT_OPTION(std::vector<std::string>, starts,
+              (std::vector<std::string>{"single_device", "human_expert", "metis", "heft", "m_etf"}))
+  GOPT_OPTION(bool, search_placement, true)
+  GOPT_OPTION(bool, search_priority, false)  ///< scheduling: per-op priorities
+  GOPT_OPTION(bool, search_fusion, false)    ///< per-op fusion levels
+  GOPT_OPTION(std::int64_t, samples_per_step,
+              kGoSamplesPerUpdate)  ///< samples per learning-curve point
   /// Temperature as a relative step-time increase: a move 5% worse is accepted with
   /// probability 1/e at the start; it falls geometrically to final_temperature (at most
   /// initial_temperature: the registry rejects a search that would heat up).
-  double initial_temperature = 0.05;
-  double final_temperature = 0.001;
-  std::int64_t max_block = 64;  ///< most ops one block move takes
+  GOPT_OPTION(double, initial_temperature, 0.05)
+  GOPT_OPTION(double, final_temperature, 0.001)
+  GOPT_OPTION(std::int64_t, max_block, 64)  ///< most ops one block move takes
   /// Placement moves also take whole scope units (scope_units), the parts of a model that
   /// name scopes delimit; off: colocation groups, layers and blocks only.
-  bool scope_moves = true;
+  GOPT_OPTION(bool, scope_moves, true)
   /// Samples without a new best before the search returns to the best decision (0: a
   /// tenth of the budget).
-  std::int64_t restart_after = 0;
+  GOPT_OPTION(std::int64_t, restart_after, 0)
   /// Step time charged to a decision that runs out of memory: its simulated time times this.
-  double oom_factor = 10.0;
+  GOPT_OPTION(double, oom_factor, 10.0)
   /// Without the scheduling task: every placement runs in critical-path order
   /// (agents::critical_path_priorities), the search for a system whose executor orders
   /// ready ops so, instead of the executor's order (GO's `order` option).
-  bool critical_path_order = false;
-  std::uint64_t seed = 0;  ///< mixed with the problem seed
+  GOPT_OPTION(bool, critical_path_order, false)
+  GOPT_OPTION(std::uint64_t, seed, 0)  ///< mixed with the problem seed
 };
 
 /// Registers `annealing`. Its `starts` may name the agents registered before it that

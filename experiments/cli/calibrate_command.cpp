@@ -257,9 +257,9 @@ BackendCalibration calibrate_backend(hardware::backend::BackendKind kind, const 
                                      CliContext& ctx) {
   auto backend = hardware::backend::make_backend(kind, args.devices);
   hardware::backend::MicrobenchOptions options;
-  options.steps(args.quick ? 1 : 2, args.quick ? 2 : args.steps);
+  options.with_warmup_steps(args.quick ? 1 : 2).with_timed_steps(args.quick ? 2 : args.steps);
   options.rounds = args.quick ? 1 : args.rounds;
-  if (args.quick) options.scale(0.1).chain(4);
+  if (args.quick) options.with_size_scale(0.1).with_chain_length(4);
   if (args.quick) options.working_set_bytes = core::Bytes{1} << 20;
   const bool tty = ::isatty(STDERR_FILENO) != 0;
   options.progress = [&ctx, tty](const std::string& line) {

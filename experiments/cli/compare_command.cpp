@@ -78,7 +78,7 @@ int run_compare(CompareArgs args, CliContext& ctx) {
       auto agent = registry.create(agent_name);
       agents::Environment env(problem);
       if (agent->is_learner()) {
-        agent->train(env, agents::TrainBudget().with_steps(args.steps), nullptr);
+        agent->train(env, agents::TrainBudget().with_max_steps(args.steps), nullptr);
       }
       auto e = env.evaluate(agent->propose(problem));
       lower_bound = env.last_result().lower_bound_s();

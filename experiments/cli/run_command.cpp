@@ -179,8 +179,8 @@ int run_experiment_command(const RunArgs& args, CliContext& ctx) {
   if (launch && launch->world_size > 1) {
     // Stale snapshots go before any rank can start a job: joining waits for every rank.
     if (!console_only && !args.resume) remove_snapshots(snapshot_dir_for(out));
-    peers =
-        std::make_unique<Distributed>(*launch, DistributedOptions().timeout(args.peer_timeout_s));
+    peers = std::make_unique<Distributed>(*launch,
+                                          DistributedOptions().with_timeout_s(args.peer_timeout_s));
     team = std::make_unique<StoreRunTeam>(*peers);
     // Every rank must deal the same jobs: the same resolved config and results file.
     if (!peers->same_on_every_rank(core::fnv1a(config.resolved_yaml + "\n" + out))) {
@@ -216,14 +216,15 @@ int run_remote_rank(const RunArgs& args, const ExperimentConfig& config,
     RunMetadata metadata;  // only its provenance is used: rank 0 writes the file's
     metadata.provenance = process_provenance(config.resolved_yaml, ctx.command_line, cpu_numerics);
     RunnerOptions options;
-    options.parallel_jobs(args.jobs)
-        .threads_per_job(simulate_threads_of(args))
-        .stop_flag(g_stop_requested)
-        .skip(start.done)
+    options.with_jobs(args.jobs)
+        .with_simulate_threads(simulate_threads_of(args))
+        .with_stop(&g_stop_requested)
+        .with_done(start.done)
         .with_metadata(metadata)
-        .on_team(team)
-        .snapshots_in(out == "-" ? std::string() : snapshot_dir_for(out), args.snapshot_s);
-    if (learners) options.share_learners(*learners);
+        .with_team(&team)
+        .with_snapshot_dir(out == "-" ? std::string() : snapshot_dir_for(out))
+        .with_snapshot_interval_s(args.snapshot_s);
+    if (learners) options.with_learners(&*learners);
     // Checkpoints and snapshots are written beside the results file, on this machine too.
     std::error_code ec;
     if (out != "-") {
@@ -308,7 +309,7 @@ int run_writer(const RunArgs& args, ExperimentConfig& config, const std::string&
       !console_only && (mode == OpenMode::kOverwrite || !std::filesystem::exists(out, ec));
   std::unique_ptr<Hdf5Sink> file;
   ConsoleSink console(ctx.out);
-  if (!console_only) file = std::make_unique<Hdf5Sink>(out, Hdf5SinkOptions().mode(mode));
+  if (!console_only) file = std::make_unique<Hdf5Sink>(out, Hdf5SinkOptions().with_open_mode(mode));
   const std::vector<ResultKey> done =
       file ? args.redo.kept(file->existing(), redone) : std::vector<ResultKey>{};
   if (team) team->share_start({done});
@@ -340,17 +341,19 @@ int run_writer(const RunArgs& args, ExperimentConfig& config, const std::string&
 
   const bool live = &ctx.err == &std::cerr && isatty(STDERR_FILENO) != 0;
   RunnerOptions options;
-  options.parallel_jobs(args.jobs)
-      .threads_per_job(simulate_threads_of(args))
-      .progress_to(ctx.err, live)
-      .heartbeat_every(args.heartbeat_s)
-      .stop_flag(g_stop_requested)
-      .skip(done)
+  options.with_jobs(args.jobs)
+      .with_simulate_threads(simulate_threads_of(args))
+      .with_progress(&ctx.err)
+      .with_live_bar(live)
+      .with_heartbeat_s(args.heartbeat_s)
+      .with_stop(&g_stop_requested)
+      .with_done(done)
       .with_metadata(metadata)
-      .snapshots_in(snapshots, args.snapshot_s)
-      .flush_curves_every(console_only ? 0 : args.curve_flush_s);
-  if (team) options.on_team(*team);
-  if (learners) options.share_learners(*learners);
+      .with_snapshot_dir(snapshots)
+      .with_snapshot_interval_s(args.snapshot_s)
+      .with_curve_flush_s(console_only ? 0 : args.curve_flush_s);
+  if (team) options.with_team(&*team);
+  if (learners) options.with_learners(&*learners);
 
   RunSummary summary;
   try {

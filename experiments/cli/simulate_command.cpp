@@ -168,7 +168,7 @@ core::Decision choose_decision(SimulateArgs& args, const core::CompiledGraph& gr
     if (agent->is_learner()) {
       agents::Environment env(problem);
       TrainingProgress progress(ctx.err, args.agent, args.steps);
-      agent->train(env, agents::TrainBudget().with_steps(args.steps), &progress);
+      agent->train(env, agents::TrainBudget().with_max_steps(args.steps), &progress);
     }
     decision = agent->propose(problem);
     source = "agent " + args.agent;
@@ -316,7 +316,7 @@ int run_simulate(SimulateArgs args, CliContext& ctx) {
     decision.priority = agents::critical_path_priorities(problem, decision);
   }
   simulator::Simulator sim(graph, cluster, cost,
-                           simulator::SimulatorOptions().source(decision_source));
+                           simulator::SimulatorOptions().with_decision_source(decision_source));
   simulator::ChromeTraceWriter trace;
   const auto& r = sim.simulate(decision, args.trace.empty() ? nullptr : &trace);
   if (!args.trace.empty()) trace.write(args.trace);

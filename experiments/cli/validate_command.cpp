@@ -172,9 +172,10 @@ std::unique_ptr<hardware::ProfiledCostModel> profile_op_times(const Validation& 
                                                               const core::Graph& graph) {
   v.ctx.err << "gopt validate: " << spec.label << " / profiling op times (every op on device 0, "
             << v.args.profile_steps << " timed steps)\n";
-  auto r = v.backend->execute(
-      graph, core::Decision{},
-      hardware::backend::ExecutionOptions().warmup(v.args.warmup).timed(v.args.profile_steps));
+  auto r = v.backend->execute(graph, core::Decision{},
+                              hardware::backend::ExecutionOptions()
+                                  .with_warmup_steps(v.args.warmup)
+                                  .with_timed_steps(v.args.profile_steps));
   if (r.cpu_share < 0.8) {
     v.ctx.err << "gopt validate: warning: " << spec.label << ": the profiling run had its CPU "
               << static_cast<int>(100 * r.cpu_share)
@@ -211,9 +212,10 @@ void measure_cases(Validation& v, const GraphSpec& spec, const core::Graph& grap
     for (auto& c : graph_cases) {
       v.ctx.err << "gopt validate: " << spec.label << " / " << c.c.decision << " (round "
                 << round + 1 << "/" << args.rounds << ")\n";
-      auto r = v.backend->execute(
-          graph, c.decision,
-          hardware::backend::ExecutionOptions().warmup(args.warmup).timed(args.steps));
+      auto r = v.backend->execute(graph, c.decision,
+                                  hardware::backend::ExecutionOptions()
+                                      .with_warmup_steps(args.warmup)
+                                      .with_timed_steps(args.steps));
       c.step_times_s.insert(c.step_times_s.end(), r.step_times_s.begin(), r.step_times_s.end());
       c.cpu_shares.push_back(r.cpu_share);
       c.proxy_ops = r.num_proxy_ops;
@@ -236,7 +238,7 @@ std::vector<Case> validate_graph(Validation& v, const GraphSpec& spec) {
   const hardware::CostModel& sim_cost =
       profile_model ? static_cast<const hardware::CostModel&>(*profile_model) : *v.cost;
   simulator::Simulator sim(cg, v.cluster, sim_cost,
-                           simulator::SimulatorOptions().source("decision"));
+                           simulator::SimulatorOptions().with_decision_source("decision"));
   for (auto& c : graph_cases) {
     c.sim = sim.simulate(c.decision);
     c.c.simulated_s = c.sim.step_time_s;

@@ -78,8 +78,8 @@ double median(std::vector<double> v) {
 void write_results(const Validation& v, const std::vector<GraphSpec>& specs,
                    const std::vector<Case>& cases) {
   const ValidateArgs& args = v.args;
-  Hdf5Sink sink(args.out,
-                Hdf5SinkOptions().mode(args.overwrite ? OpenMode::kOverwrite : OpenMode::kCreate));
+  Hdf5Sink sink(args.out, Hdf5SinkOptions().with_open_mode(args.overwrite ? OpenMode::kOverwrite
+                                                                          : OpenMode::kCreate));
   RunMetadata meta;
   meta.experiment = "validate";
   meta.table = "validation";

@@ -16,6 +16,7 @@
 
 #include "agents/agent.h"
 #include "core/errors.h"
+#include "core/options.h"
 
 namespace gopt::agents {
 class AgentRegistry;
@@ -96,22 +97,9 @@ struct Override {
 
 /// How to load a config. Registries default to the built-in agents and workloads.
 struct ConfigLoadOptions {
-  std::vector<std::string> overrides;  ///< `--set` arguments, applied in order
-  const agents::AgentRegistry* agent_registry = nullptr;
-  const datasets::WorkloadRegistry* workload_registry = nullptr;
-
-  ConfigLoadOptions& with_overrides(std::vector<std::string> values) {
-    overrides = std::move(values);
-    return *this;
-  }
-  ConfigLoadOptions& with_agents(const agents::AgentRegistry& registry) {
-    agent_registry = &registry;
-    return *this;
-  }
-  ConfigLoadOptions& with_workloads(const datasets::WorkloadRegistry& registry) {
-    workload_registry = &registry;
-    return *this;
-  }
+  GOPT_OPTION(std::vector<std::string>, overrides, {})  ///< `--set` arguments, applied in order
+  GOPT_OPTION(const agents::AgentRegistry*, agent_registry, nullptr)
+  GOPT_OPTION(const datasets::WorkloadRegistry*, workload_registry, nullptr)
 };
 
 /// Reads and validates a config file. Relative graph paths are resolved against the

@@ -687,7 +687,7 @@ PYBIND11_MODULE(_gopt, m) {
               agents::Problem problem{*g.graph, *h.cluster, *h.cost, seed};
               if (agent->is_learner()) {
                 agents::Environment env(problem);
-                agent->train(env, agents::TrainBudget().with_steps(steps), nullptr);
+                agent->train(env, agents::TrainBudget().with_max_steps(steps), nullptr);
               }
               decision = agent->propose(problem);
             } catch (...) {

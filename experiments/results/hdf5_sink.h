@@ -3,7 +3,7 @@
 // own group and flushes the file, so a run killed at any moment leaves a readable file
 // holding everything finished so far.
 //
-//   Hdf5Sink sink("results/quickstart.h5", Hdf5SinkOptions().mode(OpenMode::kResume));
+//   Hdf5Sink sink("results/quickstart.h5", Hdf5SinkOptions().with_open_mode(OpenMode::kResume));
 //   for (const auto& key : sink.existing()) skip(key);
 //   sink.begin(metadata);
 //   sink.write(result);                       // durable when this returns
@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/options.h"
 #include "experiments/results/result_sink.h"
 #include "experiments/results/results_file.h"
 
@@ -28,12 +29,7 @@ enum class OpenMode {
 };
 
 struct Hdf5SinkOptions {
-  OpenMode open_mode = OpenMode::kCreate;
-
-  Hdf5SinkOptions& mode(OpenMode m) {
-    open_mode = m;
-    return *this;
-  }
+  GOPT_OPTION(OpenMode, open_mode, OpenMode::kCreate)
 };
 
 /// Writes results to an HDF5 file. Thread-safe: every HDF5 call holds one mutex (Debian's

@@ -8,7 +8,7 @@
 //   Redo redo{args.redo};
 //   redo.check(config, args.config);                      // InputError on a typo
 //   auto again = redo.done_already(config, file.results);  // before the sink opens the file
-//   RunnerOptions().skip(redo.kept(sink.existing(), again));
+//   RunnerOptions().with_done(redo.kept(sink.existing(), again));
 #pragma once
 
 #include <set>
@@ -40,7 +40,7 @@ struct Redo {
                                             const std::set<ResultKey>& done_already) const;
 };
 
-/// Removes the training snapshots in `dir` (RunnerOptions::snapshots_in), then `dir`: a
+/// Removes the training snapshots in `dir` (RunnerOptions::snapshot_dir), then `dir`: a
 /// run that does not resume its file starts its jobs over. Missing files are not an error.
 void remove_snapshots(const std::string& dir);
 

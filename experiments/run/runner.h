@@ -5,9 +5,9 @@
 // and Simulator, and its randomness comes from (seed, workload, agent) alone, so --jobs
 // never changes a number.
 //
-//   Hdf5Sink sink(config.output, Hdf5SinkOptions().mode(OpenMode::kResume));
+//   Hdf5Sink sink(config.output, Hdf5SinkOptions().with_open_mode(OpenMode::kResume));
 //   RunSummary s = run_experiment(config, sink,
-//                                 RunnerOptions().parallel_jobs(2).skip(sink.existing()));
+//                                 RunnerOptions().with_jobs(2).with_done(sink.existing()));
 #pragma once
 
 #include <atomic>
@@ -19,6 +19,7 @@
 
 #include "agents/learner_group.h"
 #include "core/compiled_graph.h"
+#include "core/options.h"
 #include "experiments/config/config.h"
 #include "experiments/results/result_sink.h"
 #include "experiments/run/plan.h"
@@ -29,83 +30,38 @@ class RunTeam;
 
 /// How to run. Defaults: one job at a time, no progress display, never interrupted.
 struct RunnerOptions {
-  int jobs = 1;  ///< jobs run at once, each in its own thread
+  GOPT_OPTION(int, jobs, 1)  ///< jobs run at once, each in its own thread
   /// Threads each job simulates a batch of samples on (agents::Environment::set_threads);
   /// results do not depend on it. `gopt run` gives each job its share of the cores.
-  int simulate_threads = 1;
-  std::ostream* progress = nullptr;         ///< progress and skip messages (stderr); null: none
-  bool live_bar = false;                    ///< redraw one bar line (a terminal) instead of lines
-  double heartbeat_s = 30;                  ///< plain mode: a status line when nothing finished
-                                            ///< for this many seconds
-  const std::atomic<bool>* stop = nullptr;  ///< set (by a SIGINT handler) to stop cleanly
-  std::vector<ResultKey> done;              ///< results that exist already (--resume): skipped
-  RunMetadata metadata;                     ///< handed to the sink's begin()
+  GOPT_OPTION(int, simulate_threads, 1)
+  GOPT_OPTION(std::ostream*, progress,
+              nullptr)                  ///< progress and skip messages (stderr); null: none
+  GOPT_OPTION(bool, live_bar, false)    ///< redraw one bar line (a terminal) instead of lines
+  GOPT_OPTION(double, heartbeat_s, 30)  ///< plain mode: a status line when nothing finished
+                                        ///< for this many seconds
+  GOPT_OPTION(const std::atomic<bool>*, stop,
+              nullptr)                           ///< set (by a SIGINT handler) to stop cleanly
+  GOPT_OPTION(std::vector<ResultKey>, done, {})  ///< results that exist already (--resume): skipped
+  GOPT_OPTION(RunMetadata, metadata, {})         ///< handed to the sink's begin()
   /// Folder of the training snapshots of unfinished jobs ("": none), one file per job,
   /// removed when its result is written: a stopped run resumes its jobs mid-training
   /// (agents::TrainSnapshots; learners without snapshot support start their job over).
-  std::string snapshot_dir;
-  double snapshot_interval_s = 60;  ///< wall-clock seconds between a job's snapshots
+  GOPT_OPTION(std::string, snapshot_dir, {})
+  GOPT_OPTION(double, snapshot_interval_s, 60)  ///< wall-clock seconds between a job's snapshots
   /// Learners' curves reach the sink while they train (ResultSink::update_running) at most
   /// this many wall-clock seconds apart, and at least 20 times the last flush's own time
   /// apart (so flushing takes at most 5% of a job); 0: only with the finished result.
-  double curve_flush_s = 30;
+  GOPT_OPTION(double, curve_flush_s, 30)
   /// The other ranks of a run shared by several processes (experiments/run/team/team.h); null:
   /// this process runs every job. Shared, each rank runs the items plan_ranks deals it;
   /// rank 0 writes every result to its sink and shows the progress of the whole run, the
   /// others send theirs to it (their sink and progress stream are not used).
-  RunTeam* team = nullptr;
+  GOPT_OPTION(RunTeam*, team, nullptr)
   /// Data parallelism (`--data-parallel`, with a team): the jobs of learners whose registry
   /// entry says `data_parallel` run on every rank together, in plan order before the
   /// others, each update shared through this group (agents/learner_group.h); the other
   /// jobs are dealt as without it. Null: every job runs whole on one rank.
-  agents::LearnerGroup* learners = nullptr;
-
-  RunnerOptions& parallel_jobs(int n) {
-    jobs = n;
-    return *this;
-  }
-  RunnerOptions& threads_per_job(int n) {
-    simulate_threads = n;
-    return *this;
-  }
-  RunnerOptions& progress_to(std::ostream& out, bool live) {
-    progress = &out;
-    live_bar = live;
-    return *this;
-  }
-  RunnerOptions& heartbeat_every(double seconds) {
-    heartbeat_s = seconds;
-    return *this;
-  }
-  RunnerOptions& stop_flag(const std::atomic<bool>& flag) {
-    stop = &flag;
-    return *this;
-  }
-  RunnerOptions& skip(std::vector<ResultKey> keys) {
-    done = std::move(keys);
-    return *this;
-  }
-  RunnerOptions& with_metadata(RunMetadata m) {
-    metadata = std::move(m);
-    return *this;
-  }
-  RunnerOptions& flush_curves_every(double seconds) {
-    curve_flush_s = seconds;
-    return *this;
-  }
-  RunnerOptions& on_team(RunTeam& t) {
-    team = &t;
-    return *this;
-  }
-  RunnerOptions& share_learners(agents::LearnerGroup& group) {
-    learners = &group;
-    return *this;
-  }
-  RunnerOptions& snapshots_in(std::string dir, double interval_s = 60) {
-    snapshot_dir = std::move(dir);
-    snapshot_interval_s = interval_s;
-    return *this;
-  }
+  GOPT_OPTION(agents::LearnerGroup*, learners, nullptr)
 };
 
 /// What a run did.

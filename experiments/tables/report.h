@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/options.h"
 #include "experiments/results/results_file.h"
 
 namespace gopt::experiments {
@@ -14,11 +15,11 @@ namespace gopt::experiments {
 /// What render_report needs besides the file.
 struct ReportOptions {
   /// The command that makes the page again ("gopt report results/x.h5 --out docs/x.md").
-  std::string regenerate;
+  GOPT_OPTION(std::string, regenerate, {})
   /// Notes printed above the tables, e.g. bound_refresh_note().
-  std::vector<std::string> notes;
+  GOPT_OPTION(std::vector<std::string>, notes, {})
   /// Ids of tables left out (`convergence` when the step times were re-simulated).
-  std::vector<std::string> omit_tables;
+  GOPT_OPTION(std::vector<std::string>, omit_tables, {})
 };
 
 /// The page for `file`: a title, the provenance of its first run and of every run into it,

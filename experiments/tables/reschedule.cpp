@@ -37,7 +37,7 @@ Reschedule reschedule_critical_path(ResultsFile& file) {
           const agents::Problem problem{graph, cluster, cost, 0};
           simulator::Simulator sim(
               graph, cluster, cost,
-              simulator::SimulatorOptions().source(file.path + " (" + w.name + ")"));
+              simulator::SimulatorOptions().with_decision_source(file.path + " (" + w.name + ")"));
           for (RunResult* r : it->second) {
             core::Decision decision = r->decision;
             decision.priority = agents::critical_path_priorities(problem, decision);

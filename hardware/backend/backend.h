@@ -5,7 +5,7 @@
 // private dependency of gopt_hardware_backend.
 //
 //   auto backend = make_backend(BackendKind::kCpu, /*num_devices=*/2);   // throws when absent
-//   ExecutionResult r = backend->execute(graph, decision, ExecutionOptions().timed(5));
+//   ExecutionResult r = backend->execute(graph, decision, ExecutionOptions().with_timed_steps(5));
 //   use(r.step_time_s, r.op_time_s, r.num_proxy_ops);
 #pragma once
 
@@ -21,6 +21,7 @@
 #include "core/decision.h"
 #include "core/errors.h"
 #include "core/graph.h"
+#include "core/options.h"
 
 namespace gopt::hardware::backend {
 
@@ -49,23 +50,11 @@ class BackendUnavailable : public core::Error {
 
 /// How to measure one decision; defaults here and nowhere else.
 struct ExecutionOptions {
-  int warmup_steps = 2;  ///< steps run first and discarded (allocator, caches, lazy init)
-  int timed_steps = 5;   ///< steps whose median is reported
+  GOPT_OPTION(int, warmup_steps,
+              2)  ///< steps run first and discarded (allocator, caches, lazy init)
+  GOPT_OPTION(int, timed_steps, 5)  ///< steps whose median is reported
   /// Keep the per-op and per-copy start/end times of the median step (for traces and tests).
-  bool record_timeline = false;
-
-  ExecutionOptions& warmup(int steps) {
-    warmup_steps = steps;
-    return *this;
-  }
-  ExecutionOptions& timed(int steps) {
-    timed_steps = steps;
-    return *this;
-  }
-  ExecutionOptions& timeline(bool on) {
-    record_timeline = on;
-    return *this;
-  }
+  GOPT_OPTION(bool, record_timeline, false)
 };
 
 /// A real cross-device copy in one step: `bytes` of `producer`'s output sent to `dst`.

@@ -218,7 +218,9 @@ core::Graph chain_graph(const MicrobenchOp& spec, int length) {
 CalibrationMeasurements measure_for_calibration(Backend& backend,
                                                 const MicrobenchOptions& options) {
   CalibrationMeasurements m;
-  auto exec = ExecutionOptions().warmup(options.warmup_steps).timed(options.timed_steps);
+  auto exec = ExecutionOptions()
+                  .with_warmup_steps(options.warmup_steps)
+                  .with_timed_steps(options.timed_steps);
   auto ops = calibration_ops(options.size_scale);
   // The executor alone: chains of NoOps (no kernel, control edges) of several lengths; the
   // slope of step time against length is what the executor adds to every op.
@@ -316,7 +318,7 @@ CalibrationMeasurements measure_for_calibration(Backend& backend,
   // itself (it slept through the longer ops) and made small copies 2-3x slower than in
   // graphs (docs/hardware-backend.md).
   const int hops = 32;
-  const auto timed = ExecutionOptions(exec).timeline(true);
+  const auto timed = ExecutionOptions(exec).with_record_timeline(true);
   const Bytes flush = per_core_cache_bytes();
   for (Bytes bytes : {Bytes{4} << 10, Bytes{16} << 10, Bytes{64} << 10, Bytes{256} << 10,
                       Bytes{1} << 20, Bytes{4} << 20}) {

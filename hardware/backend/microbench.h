@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/options.h"
 #include "hardware/backend/backend.h"
 #include "hardware/calibration.h"
 
@@ -19,31 +20,17 @@ namespace gopt::hardware::backend {
 
 /// What to measure; defaults here and nowhere else.
 struct MicrobenchOptions {
-  int chain_length = 12;  ///< identical ops per timed chain, at least
+  GOPT_OPTION(int, chain_length, 12)  ///< identical ops per timed chain, at least
   /// A chain is made longer until its ops' inputs add up to this many bytes (at most 2048
   /// ops), so that they do not fit in the per-core cache, as in a graph's step.
-  Bytes working_set_bytes = Bytes{16} << 20;
-  int warmup_steps = 2;
-  int timed_steps = 5;
-  int rounds = 3;  ///< interleaved rounds over all benchmarks; the median is kept
+  GOPT_OPTION(Bytes, working_set_bytes, Bytes{16} << 20)
+  GOPT_OPTION(int, warmup_steps, 2)
+  GOPT_OPTION(int, timed_steps, 5)
+  GOPT_OPTION(int, rounds, 3)  ///< interleaved rounds over all benchmarks; the median is kept
   /// Multiplies every benchmark size (0.1 for a quick smoke run in tests).
-  double size_scale = 1.0;
+  GOPT_OPTION(double, size_scale, 1.0)
   /// Called with a line of progress ("matmul 3/8").
   std::function<void(const std::string&)> progress;
-
-  MicrobenchOptions& chain(int ops) {
-    chain_length = ops;
-    return *this;
-  }
-  MicrobenchOptions& steps(int warmup, int timed) {
-    warmup_steps = warmup;
-    timed_steps = timed;
-    return *this;
-  }
-  MicrobenchOptions& scale(double factor) {
-    size_scale = factor;
-    return *this;
-  }
 };
 
 struct CalibrationMeasurements {

@@ -13,13 +13,16 @@
 #include <string>
 #include <vector>
 
+#include "core/options.h"
+
 namespace gopt::hardware::cuda {
 
 /// Options of the probes; defaults here and nowhere else.
 struct CudaProbeOptions {
-  int repeats = 10;  ///< timed repetitions per size
-  std::vector<std::int64_t> copy_sizes_bytes = {4096, 65536, 1 << 20, 16 << 20, 64 << 20};
-  int launches = 2000;  ///< empty kernels timed for the overhead
+  GOPT_OPTION(int, repeats, 10)  ///< timed repetitions per size
+  GOPT_OPTION(std::vector<std::int64_t>, copy_sizes_bytes,
+              (std::vector<std::int64_t>{4096, 65536, 1 << 20, 16 << 20, 64 << 20}))
+  GOPT_OPTION(int, launches, 2000)  ///< empty kernels timed for the overhead
 };
 
 /// One timed copy size between two endpoints (median over the repeats).

@@ -89,7 +89,7 @@ Trained train(const std::string& agent_name, const std::map<std::string, std::st
   Environment env(problem);
   env.set_threads(threads);
   Curve curve;
-  agent->train(env, TrainBudget().with_steps(steps), &curve);
+  agent->train(env, TrainBudget().with_max_steps(steps), &curve);
   Trained t;
   for (const auto& p : curve.points) {
     t.best.push_back(p.best_step_time_s);

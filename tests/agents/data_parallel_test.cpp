@@ -149,7 +149,7 @@ TEST(DataParallelTest, GoOneSharedByTwoOrThreeMembersIsGoOneAlone) {
     agent->set_learner_group(group);
     Environment env(problem);
     Curve curve;
-    agent->train(env, TrainBudget().with_steps(5), &curve);
+    agent->train(env, TrainBudget().with_max_steps(5), &curve);
     return Outcome{curve.points, agent->propose(problem), env.samples()};
   };
   auto graph = [] { return parallel_chains(3, 5, true); };
@@ -172,7 +172,7 @@ TEST(DataParallelTest, HdpSharedByTwoOrThreeMembersIsHdpAlone) {
     agent->set_learner_group(group);
     Environment env(problem);
     Curve curve;
-    agent->train(env, TrainBudget().with_steps(6), &curve);
+    agent->train(env, TrainBudget().with_max_steps(6), &curve);
     return Outcome{curve.points, agent->propose(problem), env.samples()};
   };
   auto graph = [] { return parallel_chains(3, 5, true); };
@@ -211,7 +211,7 @@ TEST(DataParallelTest, GoPretrainSharedByTwoMembersIsGoPretrainAlone) {
       testing::ProblemFixture third(parallel_chains(4, 2, true), "p100x4_pcie", 4);
       Environment env_c(third.problem);
       Curve curve;
-      transferable->train_on_set({&env_a, &env_b, &env_c}, TrainBudget().with_steps(4), &curve);
+      transferable->train_on_set({&env_a, &env_b, &env_c}, TrainBudget().with_max_steps(4), &curve);
       // The policy as the checkpoint holds it, on a graph neither trained on.
       testing::ProblemFixture unseen(parallel_chains(4, 3), "p100x4_pcie", 5);
       auto reader = registry.create("go_zero_shot", {{"checkpoint", checkpoint}});

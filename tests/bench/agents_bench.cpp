@@ -113,9 +113,9 @@ void BM_HdpTrainStep(benchmark::State& state) {
   auto& f = gnmt8();
   auto hdp = f.registry.create("hdp");
   agents::Environment env(f.problem);
-  hdp->train(env, agents::TrainBudget().with_steps(1), nullptr);  // builds the networks
+  hdp->train(env, agents::TrainBudget().with_max_steps(1), nullptr);  // builds the networks
   for (auto _ : state) {
-    hdp->train(env, agents::TrainBudget().with_steps(1), nullptr);
+    hdp->train(env, agents::TrainBudget().with_max_steps(1), nullptr);
   }
   state.counters["steps_per_second"] =
       benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);

@@ -80,8 +80,8 @@ double forward_flops_per_node(agents::go::GoPolicy& policy) {
     }
   }
   const auto& o = policy->options;
-  return flops + static_cast<double>(o.attention_layers()) * 8.0 *
-                     static_cast<double>(o.segment_length()) * static_cast<double>(o.hidden());
+  return flops + static_cast<double>(o.attention_layers) * 8.0 *
+                     static_cast<double>(o.segment_length) * static_cast<double>(o.hidden);
 }
 
 // The GPU variants' device, or null after telling the benchmark to skip.

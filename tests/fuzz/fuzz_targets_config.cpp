@@ -24,7 +24,7 @@ Outcome check_experiment_yaml(const std::uint8_t* data, std::size_t size) {
   }();
   const std::string text(as_text(data, size));
   experiments::ConfigLoadOptions options;
-  options.with_agents(registry).with_workloads(workloads);
+  options.with_agent_registry(&registry).with_workload_registry(&workloads);
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);) {
     if (line.rfind("#set ", 0) == 0) options.overrides.push_back(line.substr(5));

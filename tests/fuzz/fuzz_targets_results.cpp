@@ -52,8 +52,8 @@ Outcome check_results_hdf5(const std::uint8_t* data, std::size_t size) {
   const std::string before = read_bytes(path);
   std::size_t resumable = 0;
   Outcome resume = accept_or_reject([&] {
-    experiments::Hdf5Sink sink(path,
-                               experiments::Hdf5SinkOptions().mode(experiments::OpenMode::kResume));
+    experiments::Hdf5Sink sink(
+        path, experiments::Hdf5SinkOptions().with_open_mode(experiments::OpenMode::kResume));
     resumable = sink.existing().size();
   });
   require(read_bytes(path) == before, "opening a results file to resume changed it");

@@ -115,7 +115,9 @@ TEST(BackendTest, TwoDevicesHonourDependenciesAndCopies) {
   auto cg = core::CompiledGraph::compile(g);
   core::Decision decision;
   decision.placement = std::vector<DeviceId>{0, 1, 0, 1, 0};  // x a b c d
-  auto r = backend->execute(g, decision, ExecutionOptions().warmup(1).timed(3).timeline(true));
+  auto r = backend->execute(
+      g, decision,
+      ExecutionOptions().with_warmup_steps(1).with_timed_steps(3).with_record_timeline(true));
   ASSERT_EQ(r.op_start_s.size(), 5u);
   ASSERT_EQ(r.step_times_s.size(), 3u);
   // x -> a (0 -> 1), b -> c (0 -> 1), c -> d (1 -> 0): one copy each (x's two consumers on
@@ -160,7 +162,8 @@ TEST(BackendTest, HigherPriorityRunsFirstAmongReadyOps) {
   core::Graph g = std::move(b).build();
   core::Decision d;
   d.priority = std::vector<std::int32_t>{0, 1, 4, 2, 3};  // leaf1 first, then leaf3, leaf2, leaf0
-  auto r = backend->execute(g, d, ExecutionOptions().warmup(0).timed(1).timeline(true));
+  auto r = backend->execute(
+      g, d, ExecutionOptions().with_warmup_steps(0).with_timed_steps(1).with_record_timeline(true));
   EXPECT_LE(r.op_end_s[2], r.op_start_s[4]);
   EXPECT_LE(r.op_end_s[4], r.op_start_s[3]);
   EXPECT_LE(r.op_end_s[3], r.op_start_s[1]);
@@ -192,14 +195,15 @@ TEST(BackendTest, CudaRunsOrSkipsWithAReason) {
   }
   auto backend = make_backend(BackendKind::kCuda, 1);
   core::Graph g = diamond();
-  auto r = backend->execute(g, core::Decision(), ExecutionOptions().warmup(1).timed(2));
+  auto r = backend->execute(g, core::Decision(),
+                            ExecutionOptions().with_warmup_steps(1).with_timed_steps(2));
   EXPECT_GT(r.step_time_s, 0);
 }
 
 TEST(BackendTest, CalibrationChainsMeasureEveryBenchmark) {
   auto backend = make_backend(BackendKind::kCpu, 2);
   MicrobenchOptions options;
-  options.chain(2).steps(0, 1).scale(0.05);
+  options.with_chain_length(2).with_warmup_steps(0).with_timed_steps(1).with_size_scale(0.05);
   options.rounds = 1;
   options.working_set_bytes = 0;
   auto ops = calibration_ops(0.05);

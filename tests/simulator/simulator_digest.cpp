@@ -219,7 +219,7 @@ void run_cases(const std::string& name, const CompiledGraph& g, const gopt::hard
                const gopt::hardware::CostModel& cost, std::uint64_t seed, Totals& totals,
                bool observe_all) {
   sim::Simulator plain(g, c, cost, sim::SimulatorOptions());
-  sim::Simulator stopping(g, c, cost, sim::SimulatorOptions().stop_at_oom(true));
+  sim::Simulator stopping(g, c, cost, sim::SimulatorOptions().with_stop_on_oom(true));
   Digest op_times;
   for (NodeId v = 0; v < g.num_nodes(); ++v) {
     for (DeviceId d = 0; d < c.num_devices(); ++d) op_times.add(plain.op_time(v, d));

@@ -187,7 +187,7 @@ d0 busy=0x1.7ep+0 peak=9314304 params=8749056 k=47
 d1 busy=0x1.724p+0 peak=12247040 params=11649024 k=53
 l0 bytes=2859008 busy=0x1.5dp+5 n=54
 events=308 hash=a598e775c8b3e825)");
-  Simulator stopping(g, cluster, cost, SimulatorOptions().stop_at_oom(true));
+  Simulator stopping(g, cluster, cost, SimulatorOptions().with_stop_on_oom(true));
   EXPECT_EQ(
       run(stopping, d),
       R"(step=0x1.152p+2 oom=1 dev=1 at=0x1.152p+2 moved=647168 transfers=12 kernels=15 lb=0x1.9fp-1/0x1.782p+0

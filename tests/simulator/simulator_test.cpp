@@ -324,7 +324,7 @@ TEST(SimulatorTest, OverCapacityIsAnOomResultNamingTheDevice) {
   fused.fusion = std::vector<std::int32_t>{1, 1, 1};
   EXPECT_FALSE(sim.simulate(fused).oom);  // fusion keeps the peak at 100 bytes
 
-  Simulator stopping(chain.graph, chain.cluster, cost, SimulatorOptions().stop_at_oom(true));
+  Simulator stopping(chain.graph, chain.cluster, cost, SimulatorOptions().with_stop_on_oom(true));
   const auto& s = stopping.simulate(Decision{});
   EXPECT_TRUE(s.oom);
   EXPECT_LT(s.step_time_s, 9);
@@ -402,7 +402,7 @@ TEST(SimulatorTest, InvalidDecisionsAreClearErrors) {
   auto g = diamond();
   auto cluster = mesh_cluster(2, 1e9, 0);
   LookupCostModel cost(cluster, {10, 15, 20, 25});
-  Simulator sim(g, cluster, cost, SimulatorOptions().source("best.json"));
+  Simulator sim(g, cluster, cost, SimulatorOptions().with_decision_source("best.json"));
   try {
     (void)sim.simulate(place({0, 5, 0, 0}));
     FAIL() << "expected InputError";

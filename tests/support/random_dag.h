@@ -5,30 +5,18 @@
 #include <cstdint>
 
 #include "core/graph.h"
+#include "core/options.h"
 
 namespace gopt::testing {
 
 struct RandomDagOptions {
-  core::NodeId nodes = 1000;
+  GOPT_OPTION(core::NodeId, nodes, 1000)
   /// Average number of inputs per non-source node (1 .. max_fan_in).
-  double mean_fan_in = 1.5;
-  int max_fan_in = 4;
+  GOPT_OPTION(double, mean_fan_in, 1.5)
+  GOPT_OPTION(int, max_fan_in, 4)
   /// Inputs are drawn from the previous `window` nodes: smaller means longer paths.
-  core::NodeId window = 64;
-  std::uint64_t seed = 1;
-
-  RandomDagOptions& with_nodes(core::NodeId n) {
-    nodes = n;
-    return *this;
-  }
-  RandomDagOptions& with_seed(std::uint64_t s) {
-    seed = s;
-    return *this;
-  }
-  RandomDagOptions& with_window(core::NodeId w) {
-    window = w;
-    return *this;
-  }
+  GOPT_OPTION(core::NodeId, window, 64)
+  GOPT_OPTION(std::uint64_t, seed, 1)
 };
 
 /// A validated, completed DAG: node i only consumes outputs of nodes i-window .. i-1.

@@ -5,7 +5,7 @@
 //
 //   auto launch = read_launch_environment(process_environment());  // InputError on a bad one
 //   if (launch) {
-//     Distributed peers(*launch, DistributedOptions().timeout(60));
+//     Distributed peers(*launch, DistributedOptions().with_timeout_s(60));
 //     peers.set("greeting", {'h', 'i'});
 //   }
 #pragma once
@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "agents/learner_group.h"
+#include "core/options.h"
 
 namespace gopt::experiments {
 
@@ -49,12 +50,7 @@ using EnvLookup = std::function<std::optional<std::string>(const std::string& na
 
 struct DistributedOptions {
   /// Seconds to reach the store, for every rank to join, and for any one store call.
-  double timeout_s = 60;
-
-  DistributedOptions& timeout(double seconds) {
-    timeout_s = seconds;
-    return *this;
-  }
+  GOPT_OPTION(double, timeout_s, 60)
 };
 
 /// This process's membership in a launch of world_size > 1 processes: a TCPStore client

@@ -7,7 +7,7 @@
 //   Distributed peers(*launch);
 //   StoreRunTeam team(peers);
 //   RunStart start = team.share_start({sink.existing()});
-//   run_experiment(config, sink, RunnerOptions().on_team(team).skip(start.done));
+//   run_experiment(config, sink, RunnerOptions().with_team(&team).with_done(start.done));
 #pragma once
 
 #include <atomic>

@@ -28,7 +28,7 @@ std::pair<std::vector<double>, std::vector<core::DeviceId>> train_and_propose(
     Agent& agent, const Problem& problem, std::int64_t steps) {
   Environment env(problem);
   Curve curve;
-  agent.train(env, TrainBudget().with_steps(steps), &curve);
+  agent.train(env, TrainBudget().with_max_steps(steps), &curve);
   std::vector<double> means;
   for (const auto& p : curve.points) means.push_back(p.mean_step_time_s);
   return {means, *agent.propose(problem).placement};
@@ -85,7 +85,7 @@ TEST(GoAgentTest, GoOneWithUnitDecisionsFindsTheBestPlacementOfUnits) {
       "go_one",
       {{"hidden", "16"}, {"segment_length", "8"}, {"unit_decisions", "true"}, {"seed", "1"}});
   Environment env(f.problem);
-  agent->train(env, TrainBudget().with_steps(20), nullptr);
+  agent->train(env, TrainBudget().with_max_steps(20), nullptr);
   EXPECT_LE(env.best_step_time_s(), 1.001 * optimum);
   EXPECT_LE(env.samples(), 20 * 17);
 }
@@ -106,7 +106,7 @@ TEST(GoAgentTest, GoOneLearnsAPlacementWithAKnownOptimum) {
       {{"hidden", "32"}, {"segment_length", "8"}, {"samples_per_step", "16"}, {"seed", "1"}});
   Environment env(f.problem);
   Curve curve;
-  agent->train(env, TrainBudget().with_steps(150), &curve);
+  agent->train(env, TrainBudget().with_max_steps(150), &curve);
   ASSERT_EQ(curve.points.size(), 150u);
   // The reward moved: the last updates sample placements within a few percent of the
   // optimum, and the best found is at it. (Seeds 1, 3, 4 and 5 get there in 150 updates;
@@ -194,7 +194,7 @@ TEST(GoAgentTest, CriticalPathOrderGivesEverySampledPlacementItsPriorities) {
       "go_one",
       {{"hidden", "16"}, {"segment_length", "4"}, {"seed", "9"}, {"order", "critical_path"}});
   Environment env(f.problem);
-  agent->train(env, TrainBudget().with_steps(3), nullptr);
+  agent->train(env, TrainBudget().with_max_steps(3), nullptr);
   const core::Decision best = env.best_decision();
   ASSERT_TRUE(best.placement.has_value());
   ASSERT_TRUE(best.priority.has_value());
@@ -205,7 +205,7 @@ TEST(GoAgentTest, CriticalPathOrderGivesEverySampledPlacementItsPriorities) {
   // The executor's order (the default) leaves the priorities to the executor.
   auto plain = r.create("go_one", {{"hidden", "16"}, {"segment_length", "4"}, {"seed", "9"}});
   Environment plain_env(f.problem);
-  plain->train(plain_env, TrainBudget().with_steps(1), nullptr);
+  plain->train(plain_env, TrainBudget().with_max_steps(1), nullptr);
   EXPECT_FALSE(plain_env.best_decision().priority.has_value());
   const auto message = gopt::testing::error_of([&] {
     (void)r.create("go_scheduling", {{"order", "critical_path"}}, "exp.yaml");

@@ -71,11 +71,11 @@ TEST_F(GoCheckpointVersionTest, AVersion1FileWrittenBeforeTheBumpLoads) {
   const TrainedPolicy trained = load_checkpoint(kVersion1, 1e-3);
   EXPECT_EQ(trained.updates, 2);
   const auto& o = trained.policy->options;
-  EXPECT_EQ(o.hidden(), 8);
-  EXPECT_EQ(o.segment_length(), 4);
-  EXPECT_EQ(o.max_devices(), 2);
-  EXPECT_TRUE(o.place());
-  EXPECT_FALSE(o.unit_decisions());
+  EXPECT_EQ(o.hidden, 8);
+  EXPECT_EQ(o.segment_length, 4);
+  EXPECT_EQ(o.max_devices, 2);
+  EXPECT_TRUE(o.place);
+  EXPECT_FALSE(o.unit_decisions);
   for (const auto& group : trained.optimizer->param_groups()) {
     EXPECT_EQ(static_cast<const torch::optim::AdamOptions&>(group.options()).lr(), 1e-3);
   }

@@ -65,7 +65,7 @@ TEST(GoDeviceTest, CpuAndAutoWithoutAGpuTrainOnTheCpuAlike) {
   auto run = [&](const std::string& device) {
     auto agent = make("go_one", small_on(device));
     Environment env(f.problem);
-    agent->train(env, TrainBudget().with_steps(3), nullptr);
+    agent->train(env, TrainBudget().with_max_steps(3), nullptr);
     return std::make_pair(env.best_step_time_s(), *agent->propose(f.problem).placement);
   };
   EXPECT_EQ(run("cpu"), run("auto"));
@@ -77,7 +77,7 @@ TEST(GoDeviceTest, CudaWithoutAGpuIsAnErrorNamingTheOption) {
   auto agent = make("go_one", small_on("cuda"));
   Environment env(f.problem);
   const std::string message =
-      gopt::testing::error_of([&] { agent->train(env, TrainBudget().with_steps(1), nullptr); });
+      gopt::testing::error_of([&] { agent->train(env, TrainBudget().with_max_steps(1), nullptr); });
   EXPECT_TRUE(gopt::testing::contains(message, "agents.go_one.device")) << message;
   EXPECT_TRUE(gopt::testing::contains(message, "no GPU")) << message;
 }
@@ -103,7 +103,7 @@ TEST(GoDeviceTest, GoOneTrainsOnTheGpuReproduciblyAndItsCheckpointReadsOnTheCpu)
     auto agent = make("go_one", small_on(device));
     Environment env(f.problem);
     testing::Curve curve;
-    agent->train(env, TrainBudget().with_steps(4), &curve);
+    agent->train(env, TrainBudget().with_max_steps(4), &curve);
     std::vector<double> means;
     for (const auto& p : curve.points) means.push_back(p.mean_step_time_s);
     return std::make_pair(means, *agent->propose(f.problem).placement);
@@ -122,7 +122,7 @@ TEST(GoDeviceTest, GoOneTrainsOnTheGpuReproduciblyAndItsCheckpointReadsOnTheCpu)
   auto* transferable = dynamic_cast<TransferableAgent*>(pretrain.get());
   ASSERT_NE(transferable, nullptr);
   Environment env(f.problem);
-  transferable->train_on_set({&env}, TrainBudget().with_steps(2), nullptr);
+  transferable->train_on_set({&env}, TrainBudget().with_max_steps(2), nullptr);
   const TrainedPolicy on_cpu = load_checkpoint(checkpoint, 1e-3, torch::kCPU);
   EXPECT_TRUE(on_cpu.policy->device().is_cpu());
   const TrainedPolicy on_gpu = load_checkpoint(checkpoint, 1e-3, torch::Device(torch::kCUDA, 0));

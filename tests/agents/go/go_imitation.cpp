@@ -11,8 +11,8 @@
 // it simulates the greedy (argmax) placement and prints its step time and the fraction of
 // deciding ops whose argmax is the target's device. If the greedy placement reaches the
 // target's step time, the network can represent the placement and what keeps GO-one from
-// it is the search, not capacity. Not a test: a diagnostic for docs/agents.md "Design
-// decisions (GO)".
+// it is the search, not capacity. Not a test: a diagnostic for docs/design-decisions.md "GO:
+// learning".
 #include <chrono>
 #include <cstdio>
 #include <string>

@@ -32,16 +32,16 @@ using testing::Curve;
 
 GoPolicyOptions task_options(bool place, bool schedule, bool fuse) {
   return GoPolicyOptions()
-      .hidden(16)
-      .heads(2)
-      .segment_length(4)
-      .max_devices(4)
-      .place(place)
-      .schedule(schedule)
-      .fuse(fuse)
-      .task_layers(true)
-      .priority_levels(5)
-      .fusion_levels(3);
+      .with_hidden(16)
+      .with_heads(2)
+      .with_segment_length(4)
+      .with_max_devices(4)
+      .with_place(place)
+      .with_schedule(schedule)
+      .with_fuse(fuse)
+      .with_task_layers(true)
+      .with_priority_levels(5)
+      .with_fusion_levels(3);
 }
 
 TEST(GoMultitaskPolicyTest, EveryTaskHasItsHeadAndOnlyThose) {
@@ -68,7 +68,7 @@ TEST(GoMultitaskPolicyTest, EveryTaskHasItsHeadAndOnlyThose) {
   EXPECT_EQ(enabled_tasks(scheduling->options), std::vector<GoTask>{GoTask::kScheduling});
 
   // Scheduling and fusion need the per-task layers; a policy deciding nothing is an error.
-  EXPECT_THROW(GoPolicy(GoPolicyOptions().place(false).schedule(true)), c10::Error);
+  EXPECT_THROW(GoPolicy(GoPolicyOptions().with_place(false).with_schedule(true)), c10::Error);
   EXPECT_THROW(GoPolicy(task_options(false, false, false)), c10::Error);
 }
 
@@ -187,7 +187,7 @@ double train_on(const TaskGraph& t, const std::string& profile, bool place, bool
   o.base = [baseline](const Problem&) { return DecisionBase{baseline, false}; };
   auto agent = make_go_agent(o);
   Environment env(f.problem);
-  agent->train(env, TrainBudget().with_steps(steps), nullptr);
+  agent->train(env, TrainBudget().with_max_steps(steps), nullptr);
   auto decision = agent->propose(f.problem);
   EXPECT_EQ(fused_group_problem(f.compiled, decision), "");
   Environment check(f.problem);
@@ -293,7 +293,7 @@ TEST(GoMultitaskAgentTest, SchedulingVariantKeepsTheExpertPlacementAndXlaFusion)
   register_builtin_agents(r);
   auto agent = r.create("go_scheduling", {{"hidden", "16"}, {"segment_length", "4"}});
   Environment env(f.problem);
-  agent->train(env, TrainBudget().with_steps(2), nullptr);
+  agent->train(env, TrainBudget().with_max_steps(2), nullptr);
   auto d = agent->propose(f.problem);
   auto tf = r.create("tf_default", {})->propose(f.problem);
   EXPECT_EQ(d.placement, tf.placement);

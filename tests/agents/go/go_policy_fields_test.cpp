@@ -25,7 +25,7 @@ namespace {
 
 // Member `m` of `options` as a number (bools 0/1).
 double value_of(GoPolicyOptions options, const GoPolicyMember& m) {
-  return std::visit([&](auto accessor) { return static_cast<double>((options.*accessor)()); },
+  return std::visit([&](auto accessor) { return static_cast<double>(options.*accessor); },
                     m.access);
 }
 
@@ -33,7 +33,7 @@ double value_of(GoPolicyOptions options, const GoPolicyMember& m) {
 GoPolicyOptions changed(GoPolicyOptions options, const GoPolicyMember& m) {
   std::visit(
       [&](auto accessor) {
-        auto& member = (options.*accessor)();
+        auto& member = options.*accessor;
         if constexpr (std::is_same_v<std::remove_reference_t<decltype(member)>, bool>) {
           member = !member;
         } else {
@@ -96,15 +96,15 @@ TEST(GoPolicyFieldsTest, EverySavedMemberRoundTripsChanged) {
 // unit_gate came with version 2.1: a 2.0 text (or a file that records no minor version)
 // without it had no gate; from 2.1 on it is required.
 TEST(GoPolicyFieldsTest, AVersion2Minor0TextWithoutUnitGateReadsNoGate) {
-  std::string text = policy_options_text(GoPolicyOptions().hidden(32));
+  std::string text = policy_options_text(GoPolicyOptions().with_hidden(32));
   const std::string gate = ";unit_gate=0";
   ASSERT_NE(text.find(gate), std::string::npos);
   text.erase(text.find(gate), gate.size());
 
   const GoPolicyOptions read = parse_policy_options(text, 2, "old.ckpt", 0);
-  EXPECT_FALSE(read.unit_gate());
-  EXPECT_EQ(read.hidden(), 32);
-  EXPECT_FALSE(parse_policy_options(text, 2, "old.ckpt").unit_gate());  // minor 0 by default
+  EXPECT_FALSE(read.unit_gate);
+  EXPECT_EQ(read.hidden, 32);
+  EXPECT_FALSE(parse_policy_options(text, 2, "old.ckpt").unit_gate);  // minor 0 by default
 
   const auto message =
       gopt::testing::error_of([&] { (void)parse_policy_options(text, 2, "new.ckpt", 1); });
@@ -130,14 +130,14 @@ TEST(GoPolicyFieldsTest, CheckpointsRecordTheMinorVersionAndRefuseLaterOnes) {
   const std::string dir = gopt::testing::make_temp_dir("gopt_go_policy_fields");
   TrainedPolicy trained;
   trained.policy = GoPolicy(GoPolicyOptions()
-                                .hidden(8)
-                                .kind_embedding(4)
-                                .sage_layers(1)
-                                .attention_layers(1)
-                                .heads(1)
-                                .segment_length(4)
-                                .max_devices(2)
-                                .unit_gate(true));
+                                .with_hidden(8)
+                                .with_kind_embedding(4)
+                                .with_sage_layers(1)
+                                .with_attention_layers(1)
+                                .with_heads(1)
+                                .with_segment_length(4)
+                                .with_max_devices(2)
+                                .with_unit_gate(true));
   trained.make_optimizer(1e-3);
   const std::string path = dir + "/current.ckpt";
   save_checkpoint(path, trained);
@@ -146,7 +146,7 @@ TEST(GoPolicyFieldsTest, CheckpointsRecordTheMinorVersionAndRefuseLaterOnes) {
   c10::IValue minor;
   archive.read("minor_version", minor);
   EXPECT_EQ(minor.toInt(), kCheckpointMinorVersion);
-  EXPECT_TRUE(load_checkpoint(path, 1e-3).policy->options.unit_gate());
+  EXPECT_TRUE(load_checkpoint(path, 1e-3).policy->options.unit_gate);
 
   torch::serialize::OutputArchive later;
   later.write("format", c10::IValue(std::string(kCheckpointFormat)));
@@ -210,7 +210,7 @@ TEST(GoPolicyFieldsTest, TheRegistryListsThePolicyOptions) {
       }
     }
   }
-  EXPECT_TRUE(go_agent_defaults("go_multitask").policy.task_layers());
+  EXPECT_TRUE(go_agent_defaults("go_multitask").policy.task_layers);
 
   EXPECT_THROW((void)r.create("go_one", {{"hidden", "10"}, {"heads", "3"}}), core::InputError);
   EXPECT_THROW((void)r.create("go_one", {{"unit_gate", "true"}, {"unit_decisions", "true"}}),

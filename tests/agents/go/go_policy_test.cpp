@@ -226,7 +226,7 @@ TEST(GoPolicyTest, SubnormalsAreFlushedOnlyWhileTheGuardLives) {
 // The two memory columns are absolute, not standardised per graph: the graph's total is
 // the same on every op and grows with the graph, and an op's own memory reads the same in
 // any graph.
-// scope_exploration's noise groups (docs/agents.md "Design decisions (GO)"):
+// scope_exploration's noise groups (docs/design-decisions.md "GO: learning"):
 // on GNMT the encoder and the decoder layer with the same index are apart, a layer's
 // gradients are with it, and an op without a layer has no group.
 TEST(GoPolicyTest, ScopeLayersSeparateTheEncoderFromTheDecoderLayer) {
@@ -371,7 +371,7 @@ TEST(GoPolicyTest, UnitBlendMovesFromTheUnitsMeanToTheOpsOwnLogits) {
   GoPolicy policy = small_policy(5, 8);
   torch::NoGradGuard no_grad;
   auto logits_at = [&](bool units, double blend) {
-    policy->options.unit_decisions(units).unit_blend(blend);
+    policy->options.with_unit_decisions(units).with_unit_blend(blend);
     return policy->forward(tensors, 2).logits;
   };
   const auto own = logits_at(false, 1.0);
@@ -389,13 +389,17 @@ TEST(GoPolicyTest, UnitGateMixesTheUnitsDistributionWithTheOpsOwn) {
   testing::ProblemFixture f(unit_graph(), "p100x2_pcie", 1);
   const GraphTensors tensors = make_graph_tensors(f.compiled);
   core::Rng rng(5);
-  GoPolicy policy(
-      GoPolicyOptions().hidden(16).heads(2).segment_length(8).max_devices(4).unit_gate(true));
+  GoPolicy policy(GoPolicyOptions()
+                      .with_hidden(16)
+                      .with_heads(2)
+                      .with_segment_length(8)
+                      .with_max_devices(4)
+                      .with_unit_gate(true));
   initialise(*policy, rng);
   policy->reset_heads();
   auto probs_at = [&](bool gate, bool units) {
     torch::NoGradGuard no_grad;
-    policy->options.unit_gate(gate).unit_decisions(units);
+    policy->options.with_unit_gate(gate).with_unit_decisions(units);
     return torch::softmax(policy->forward(tensors, 2).logits, 1);
   };
   const auto own = probs_at(false, false);
@@ -467,7 +471,7 @@ TEST(GoPolicyTest, EncoderIsPermutationEquivariant) {
   h.edge_dst = inverse.index_select(0, g.edge_dst);
 
   core::Rng rng(5);
-  GraphSageEncoder encoder(GoPolicyOptions().hidden(16));
+  GraphSageEncoder encoder(GoPolicyOptions().with_hidden(16));
   initialise(*encoder, rng);
   torch::NoGradGuard no_grad;
   auto original = encoder->forward(g);

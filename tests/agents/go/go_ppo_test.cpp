@@ -37,8 +37,12 @@ TEST(GoPpoTest, UnitDecisionsPlaceEveryUnitWhole) {
   testing::ProblemFixture f(unit_graph(), "p100x2_pcie", 1);
   const GraphTensors tensors = make_graph_tensors(f.compiled);
   core::Rng rng(5);
-  GoPolicy policy(
-      GoPolicyOptions().hidden(16).heads(2).segment_length(8).max_devices(4).unit_decisions(true));
+  GoPolicy policy(GoPolicyOptions()
+                      .with_hidden(16)
+                      .with_heads(2)
+                      .with_segment_length(8)
+                      .with_max_devices(4)
+                      .with_unit_decisions(true));
   initialise(*policy, rng);
   policy->reset_heads();
   // Every op of a unit has its unit's logits.
@@ -78,7 +82,8 @@ TEST(GoPpoTest, UnitSamplesPlaceWholeUnitsAndTrainTheirPooledDistribution) {
     return -(log_p.exp() * log_p).sum().item<double>();
   };
   core::Rng rng(5);
-  GoPolicy policy(GoPolicyOptions().hidden(16).heads(2).segment_length(8).max_devices(4));
+  GoPolicy policy(
+      GoPolicyOptions().with_hidden(16).with_heads(2).with_segment_length(8).with_max_devices(4));
   initialise(*policy, rng);
   policy->reset_heads();
   const double before = pooled_entropy(policy);

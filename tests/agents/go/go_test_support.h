@@ -30,7 +30,9 @@ inline core::Decision chains_optimum(const core::CompiledGraph& g) {
 }
 
 inline GoPolicy small_policy(std::uint64_t seed, std::int64_t segment = 4) {
-  GoPolicy policy(GoPolicyOptions().hidden(16).heads(2).segment_length(segment).max_devices(4));
+  GoPolicy policy(
+      GoPolicyOptions().with_hidden(16).with_heads(2).with_segment_length(segment).with_max_devices(
+          4));
   core::Rng rng(seed);
   initialise(*policy, rng);
   return policy;
@@ -94,7 +96,7 @@ inline std::vector<LearningCurvePoint> small_go_one_curve(
   auto agent = r.create("go_one", options);
   Environment env(problem);
   testing::Curve curve;
-  agent->train(env, TrainBudget().with_steps(steps), &curve);
+  agent->train(env, TrainBudget().with_max_steps(steps), &curve);
   return curve.points;
 }
 

@@ -53,7 +53,7 @@ class GoCheckpointTest : public ::testing::Test {
     auto* transferable = dynamic_cast<TransferableAgent*>(agent.get());
     ASSERT_NE(transferable, nullptr);
     Environment env(problem);
-    transferable->train_on_set({&env}, TrainBudget().with_steps(steps), nullptr);
+    transferable->train_on_set({&env}, TrainBudget().with_max_steps(steps), nullptr);
   }
 
   // go_pretrain's options for the granularity tests: a small policy writing `checkpoint`.
@@ -94,7 +94,7 @@ void expect_resume_as_if_never_stopped(const Problem& problem, const std::string
                                        const std::string& snapshot) {
   AgentRegistry r;
   register_builtin_agents(r);
-  const TrainBudget budget = TrainBudget().with_steps(steps);
+  const TrainBudget budget = TrainBudget().with_max_steps(steps);
   TrainSnapshots snapshots;
   snapshots.path = snapshot;
   snapshots.identity = "job / " + agent;
@@ -219,7 +219,7 @@ TEST_F(GoCheckpointTest, PlacementSpreadMeasuresACheckpointAndNamesABadFile) {
 // 3e-3 (the default before 2026-11-22), Adam's first, sign-like steps moved the whole
 // network at once: five updates on rnnlm_2 put every op on one device (p = 0.98, logit
 // spread 0.2-0.4), and longer runs left a constant function of the input
-// (docs/agents.md "Design decisions (GO)"). At 3e-4 five updates keep spreads of 1.4-2.2 and
+// (docs/design-decisions.md "GO: learning"). At 3e-4 five updates keep spreads of 1.4-2.2 and
 // several devices in the greedy placement.
 TEST_F(GoCheckpointTest, DefaultTrainingKeepsThePolicyConditionedOnTheOp) {
   datasets::WorkloadRegistry workloads;
@@ -257,7 +257,7 @@ TEST_F(GoCheckpointTest, PretrainThenZeroShotThenFinetune) {
   Environment env_a(a.problem);
   Environment env_b(b.problem);
   Curve curve;
-  transferable->train_on_set({&env_a, &env_b}, TrainBudget().with_steps(6), &curve);
+  transferable->train_on_set({&env_a, &env_b}, TrainBudget().with_max_steps(6), &curve);
   ASSERT_EQ(curve.points.size(), 6u);
   EXPECT_GT(env_a.samples(), 0);  // both graphs were trained on
   EXPECT_GT(env_b.samples(), 0);
@@ -271,7 +271,7 @@ TEST_F(GoCheckpointTest, PretrainThenZeroShotThenFinetune) {
   EXPECT_EQ(decision.placement, pretrain->propose(held_out.problem).placement);
   core::validate_decision(decision, held_out.compiled.num_nodes(), held_out.cluster.num_devices());
   Environment env_z(held_out.problem);
-  zero_shot->train(env_z, TrainBudget().with_steps(50), nullptr);
+  zero_shot->train(env_z, TrainBudget().with_max_steps(50), nullptr);
   EXPECT_EQ(env_z.samples(), 1);
   EXPECT_EQ(zero_shot->propose(held_out.problem).placement, decision.placement);
 
@@ -279,7 +279,7 @@ TEST_F(GoCheckpointTest, PretrainThenZeroShotThenFinetune) {
   auto finetune = r.create("go_finetune", {{"checkpoint", checkpoint}, {"finetune_steps", "3"}});
   Environment env_h(held_out.problem);
   Curve finetune_curve;
-  finetune->train(env_h, TrainBudget().with_steps(50), &finetune_curve);
+  finetune->train(env_h, TrainBudget().with_max_steps(50), &finetune_curve);
   EXPECT_EQ(finetune_curve.points.size(), 3u);  // capped by finetune_steps
   Environment check(held_out.problem);
   EXPECT_LE(check.evaluate(finetune->propose(held_out.problem)).step_time_s,
@@ -300,12 +300,12 @@ TEST_F(GoCheckpointTest, CriticalPathOrderCarriesIntoZeroShotAndFinetune) {
 
   auto plain = r.create("go_zero_shot", {{"checkpoint", checkpoint}});
   Environment plain_env(held_out.problem);
-  plain->train(plain_env, TrainBudget().with_steps(1), nullptr);
+  plain->train(plain_env, TrainBudget().with_max_steps(1), nullptr);
   EXPECT_FALSE(plain_env.best_decision().priority.has_value());
   auto zero_shot =
       r.create("go_zero_shot", {{"checkpoint", checkpoint}, {"order", "critical_path"}});
   Environment env_z(held_out.problem);
-  zero_shot->train(env_z, TrainBudget().with_steps(1), nullptr);
+  zero_shot->train(env_z, TrainBudget().with_max_steps(1), nullptr);
   const core::Decision greedy = env_z.best_decision();
   ASSERT_TRUE(greedy.placement.has_value());
   ASSERT_TRUE(greedy.priority.has_value());
@@ -318,7 +318,7 @@ TEST_F(GoCheckpointTest, CriticalPathOrderCarriesIntoZeroShotAndFinetune) {
                                            {"samples_per_step", "4"},
                                            {"order", "critical_path"}});
   Environment env_f(held_out.problem);
-  finetune->train(env_f, TrainBudget().with_steps(2), nullptr);
+  finetune->train(env_f, TrainBudget().with_max_steps(2), nullptr);
   EXPECT_GT(env_f.samples(), 1);
   const core::Decision best = env_f.best_decision();
   ASSERT_TRUE(best.priority.has_value());
@@ -327,7 +327,8 @@ TEST_F(GoCheckpointTest, CriticalPathOrderCarriesIntoZeroShotAndFinetune) {
 
   // A checkpoint of a policy that schedules (written directly: go_pretrain places only).
   GoOptions scheduling;
-  scheduling.policy.hidden(16).segment_length(4).schedule(true).task_layers(true);
+  scheduling.policy.with_hidden(16).with_segment_length(4).with_schedule(true).with_task_layers(
+      true);
   GoLearner learner(scheduling);
   learner.create_policy(1);
   const std::string scheduling_checkpoint = (dir_ / "scheduling.ckpt").string();
@@ -336,8 +337,8 @@ TEST_F(GoCheckpointTest, CriticalPathOrderCarriesIntoZeroShotAndFinetune) {
     auto reader =
         r.create(agent, {{"checkpoint", scheduling_checkpoint}, {"order", "critical_path"}});
     Environment env(held_out.problem);
-    const auto message =
-        gopt::testing::error_of([&] { reader->train(env, TrainBudget().with_steps(1), nullptr); });
+    const auto message = gopt::testing::error_of(
+        [&] { reader->train(env, TrainBudget().with_max_steps(1), nullptr); });
     EXPECT_TRUE(gopt::testing::contains(message, "agents." + agent + ".order")) << message;
     EXPECT_TRUE(gopt::testing::contains(message, "decides priorities itself")) << message;
   }
@@ -366,7 +367,7 @@ TEST_F(GoCheckpointTest, ZeroShotGranularityPlacesUnitsWholeOrTheFasterOfBoth) {
     auto agent =
         r.create("go_zero_shot", {{"checkpoint", checkpoint}, {"granularity", granularity}});
     Environment env(held_out.problem);
-    agent->train(env, TrainBudget().with_steps(1), nullptr);
+    agent->train(env, TrainBudget().with_max_steps(1), nullptr);
     Placed p;
     p.placement = *agent->propose(held_out.problem).placement;
     Environment check(held_out.problem);
@@ -433,7 +434,7 @@ TEST_F(GoCheckpointTest, FinetuneRunsItsUnitPhaseOnlyFromAFasterPerUnitStart) {
     auto agent = r.create("go_finetune", options);
     Environment env(held_out.problem);
     Curve curve;
-    agent->train(env, TrainBudget().with_steps(4), &curve);
+    agent->train(env, TrainBudget().with_max_steps(4), &curve);
     Run run{{}, env.best_step_time_s(), env.samples()};
     for (const auto& p : curve.points) run.means.push_back(p.mean_step_time_s);
     return run;
@@ -485,7 +486,7 @@ TEST_F(GoCheckpointTest, APolicyPretrainedPerUnitIsAlsoReadAndFineTunedPerOp) {
                                           {"unit_phase", unit_phase}});
     Environment env(held_out.problem);
     Curve curve;
-    agent->train(env, TrainBudget().with_steps(4), &curve);
+    agent->train(env, TrainBudget().with_max_steps(4), &curve);
     std::vector<double> means;
     for (const auto& p : curve.points) means.push_back(p.mean_step_time_s);
     return means;
@@ -503,8 +504,9 @@ TEST_F(GoCheckpointTest, APolicyPretrainedPerUnitIsAlsoReadAndFineTunedPerOp) {
 
 // A checkpoint records unit decisions, and a zero-shot policy read from it decides per unit.
 TEST_F(GoCheckpointTest, UnitDecisionsTravelInTheCheckpoint) {
-  EXPECT_NE(policy_options_text(GoPolicyOptions().unit_decisions(true)).find("unit_decisions=1"),
-            std::string::npos);
+  EXPECT_NE(
+      policy_options_text(GoPolicyOptions().with_unit_decisions(true)).find("unit_decisions=1"),
+      std::string::npos);
   testing::ProblemFixture a(unit_graph(), "p100x2_pcie", 1);
   testing::ProblemFixture held_out(unit_graph(33), "p100x2_pcie", 2);
   const std::string checkpoint = (dir_ / "go.ckpt").string();
@@ -523,15 +525,15 @@ TEST_F(GoCheckpointTest, UnitDecisionsTravelInTheCheckpoint) {
 }
 
 TEST_F(GoCheckpointTest, UnitGateTravelsInTheCheckpoint) {
-  const auto text = policy_options_text(GoPolicyOptions().unit_gate(true));
+  const auto text = policy_options_text(GoPolicyOptions().with_unit_gate(true));
   EXPECT_NE(text.find("unit_gate=1"), std::string::npos);
-  EXPECT_TRUE(parse_policy_options(text, kCheckpointVersion, "a.ckpt").unit_gate());
+  EXPECT_TRUE(parse_policy_options(text, kCheckpointVersion, "a.ckpt").unit_gate);
   // A checkpoint from before the gate records no unit_gate: its policy had none.
   std::string before = policy_options_text(GoPolicyOptions());
   const auto at = before.find(";unit_gate=0");
   ASSERT_NE(at, std::string::npos);
   before.erase(at, std::string(";unit_gate=0").size());
-  EXPECT_FALSE(parse_policy_options(before, kCheckpointVersion, "a.ckpt").unit_gate());
+  EXPECT_FALSE(parse_policy_options(before, kCheckpointVersion, "a.ckpt").unit_gate);
   // Zero-shot rebuilds the gate head and reads its trained weights.
   testing::ProblemFixture a(unit_graph(), "p100x2_pcie", 1);
   testing::ProblemFixture held_out(unit_graph(33), "p100x2_pcie", 2);
@@ -543,7 +545,7 @@ TEST_F(GoCheckpointTest, UnitGateTravelsInTheCheckpoint) {
             {"checkpoint", checkpoint}},
            2);
   const auto loaded = load_checkpoint(checkpoint, 1e-3);
-  EXPECT_TRUE(loaded.policy->options.unit_gate());
+  EXPECT_TRUE(loaded.policy->options.unit_gate);
   EXPECT_NE(loaded.policy->named_parameters().find("unit_gate.weight"), nullptr);
   // `gopt agents inspect` reports what the gate learned.
   const auto spread = placement_spread(checkpoint, held_out.compiled, 2);
@@ -586,7 +588,7 @@ TEST_F(GoCheckpointTest, ValidationKeepsThePolicyThatPlacesTheValidationGraphsBe
     Environment env_b(b.problem);
     Environment env_v(validation.problem);
     if (validate) transferable->set_validation({&env_v});
-    transferable->train_on_set({&env_a, &env_b}, TrainBudget().with_steps(steps), &curve);
+    transferable->train_on_set({&env_a, &env_b}, TrainBudget().with_max_steps(steps), &curve);
     if (!validate) {
       EXPECT_EQ(env_v.samples(), 0);
     }
@@ -634,7 +636,7 @@ TEST_F(GoCheckpointTest, ValidationNeedsACheckpointFile) {
   Environment env(a.problem);
   Environment env_v(a.problem);
   transferable->set_validation({&env_v});
-  EXPECT_THROW(transferable->train_on_set({&env}, TrainBudget().with_steps(2), nullptr),
+  EXPECT_THROW(transferable->train_on_set({&env}, TrainBudget().with_max_steps(2), nullptr),
                core::Error);
   EXPECT_THROW(r.create("go_pretrain", {{"validate_every", "0"}}), core::InputError);
 }
@@ -667,7 +669,7 @@ TEST_F(GoCheckpointTest, BadCheckpointsAreClearErrors) {
       "go_pretrain",
       {{"hidden", "16"}, {"segment_length", "4"}, {"max_devices", "2"}, {"checkpoint", two}});
   Environment env(small.problem);
-  pretrain->train(env, TrainBudget().with_steps(1), nullptr);
+  pretrain->train(env, TrainBudget().with_max_steps(1), nullptr);
   ASSERT_TRUE(std::filesystem::exists(two));
   message = gopt::testing::error_of([&] {
     (void)r.create("go_zero_shot", {{"checkpoint", two}})->propose(f.problem);
@@ -745,7 +747,7 @@ TEST_F(GoCheckpointTest, ForeignOrDamagedSnapshotsStartTrainingOver) {
     auto agent = r.create("go_one", options);
     agent->set_snapshots(snapshots);
     Environment env(f.problem);
-    agent->train(env, TrainBudget().with_steps(3), nullptr);
+    agent->train(env, TrainBudget().with_max_steps(3), nullptr);
   }
   ASSERT_TRUE(std::filesystem::exists(snapshots.path));
   auto starts_at = [&](const TrainSnapshots& s) {
@@ -753,7 +755,7 @@ TEST_F(GoCheckpointTest, ForeignOrDamagedSnapshotsStartTrainingOver) {
     agent->set_snapshots(s);
     Environment env(f.problem);
     Curve curve;
-    agent->train(env, TrainBudget().with_steps(4), &curve);
+    agent->train(env, TrainBudget().with_max_steps(4), &curve);
     return curve.points.empty() ? std::int64_t{-1} : curve.points.front().step;
   };
   TrainSnapshots other = snapshots;
@@ -767,7 +769,7 @@ TEST_F(GoCheckpointTest, ForeignOrDamagedSnapshotsStartTrainingOver) {
   agent->set_snapshots(snapshots);
   Environment env(f.problem);
   Curve curve;
-  agent->train(env, TrainBudget().with_steps(6), &curve);
+  agent->train(env, TrainBudget().with_max_steps(6), &curve);
   ASSERT_EQ(curve.points.size(), 6u);  // four replayed, two new
   EXPECT_EQ(curve.points[4].step, 5);
 }

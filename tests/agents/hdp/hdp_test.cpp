@@ -28,7 +28,7 @@ TEST(HdpTest, ImprovesItsRewardOnASmallProblem) {
   auto agent = r.create("hdp", {{"groups", "2"}, {"seed", "1"}});
   Environment env(f.problem);
   Curve curve;
-  agent->train(env, TrainBudget().with_steps(150), &curve);
+  agent->train(env, TrainBudget().with_max_steps(150), &curve);
   ASSERT_EQ(curve.points.size(), 150u);
   double early = mean_of(curve.points, 0, 20);
   double late = mean_of(curve.points, 130, 150);
@@ -59,7 +59,7 @@ TEST(HdpTest, BeatsOneDeviceOnASmallGraph) {
     options["groups"] = "4";  // fewer groups than the default 40: a faster test
     auto agent = r.create("hdp", options);
     Environment env(f.problem);
-    agent->train(env, TrainBudget().with_steps(60), nullptr);
+    agent->train(env, TrainBudget().with_max_steps(60), nullptr);
     Environment check(f.problem);
     const Evaluation e = check.evaluate(agent->propose(f.problem));
     EXPECT_FALSE(e.oom);
@@ -104,13 +104,13 @@ TEST(HdpTest, LayerFeaturesGroupByLayerAndBeatOneDevice) {
   {
     Environment env(f.problem);
     Curve curve;
-    r.create("hdp", options)->train(env, TrainBudget().with_steps(1), &curve);
+    r.create("hdp", options)->train(env, TrainBudget().with_max_steps(1), &curve);
     EXPECT_LE(curve.points.at(0).mean_step_time_s, single * (1 + 1e-9));
   }
 
   auto agent = r.create("hdp", options);
   Environment env(f.problem);
-  agent->train(env, TrainBudget().with_steps(60), nullptr);
+  agent->train(env, TrainBudget().with_max_steps(60), nullptr);
   Environment check(f.problem);
   const Evaluation e = check.evaluate(agent->propose(f.problem));
   EXPECT_FALSE(e.oom);
@@ -126,7 +126,7 @@ TEST(HdpTest, SameSeedSameTraining) {
     auto agent = r.create("hdp", {{"groups", "6"}});
     Environment env(f.problem);
     Curve curve;
-    agent->train(env, TrainBudget().with_steps(8), &curve);
+    agent->train(env, TrainBudget().with_max_steps(8), &curve);
     for (const auto& p : curve.points) run.push_back(p.mean_step_time_s);
   }
   EXPECT_EQ(runs[0], runs[1]);
@@ -145,7 +145,7 @@ TEST(HdpTest, TrainedDecisionIsNotReusedOnAnotherCluster) {
   register_builtin_agents(r);
   auto agent = r.create("hdp", {{"groups", "4"}});
   Environment env(on_four);
-  agent->train(env, TrainBudget().with_steps(3), nullptr);
+  agent->train(env, TrainBudget().with_max_steps(3), nullptr);
   auto d = agent->propose(on_two);
   EXPECT_NO_THROW(core::validate_decision(d, graph.num_nodes(), 2));
 }
@@ -167,7 +167,7 @@ TEST(HdpTest, CriticalPathOrderGivesEverySampledPlacementItsPriorities) {
   register_builtin_agents(r);
   auto agent = r.create("hdp", {{"order", "critical_path"}});
   Environment env(f.problem);
-  agent->train(env, TrainBudget().with_steps(2), nullptr);
+  agent->train(env, TrainBudget().with_max_steps(2), nullptr);
   const core::Decision best = env.best_decision();
   ASSERT_TRUE(best.priority.has_value());
   EXPECT_EQ(*best.priority, critical_path_priorities(f.problem, *best.placement));

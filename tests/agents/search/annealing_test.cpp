@@ -48,7 +48,7 @@ TEST(AnnealingTest, NeverWorseThanItsBestStart) {
   for (std::uint64_t seed : {1, 2, 3}) {
     auto agent = create({{"seed", std::to_string(seed)}, {"initial_temperature", "0.5"}});
     Environment env(f.problem);
-    agent->train(env, TrainBudget().with_steps(3), nullptr);
+    agent->train(env, TrainBudget().with_max_steps(3), nullptr);
     const core::Decision d = agent->propose(f.problem);
     EXPECT_FALSE(d.priority.has_value()) << "a placement search decides placements only";
     EXPECT_LE(evaluate(f.problem, d), best_start) << "seed " << seed;
@@ -56,7 +56,7 @@ TEST(AnnealingTest, NeverWorseThanItsBestStart) {
   // Started from HEFT alone, it still decides placements only.
   auto from_heft = create({{"starts", "heft"}});
   Environment env(f.problem);
-  from_heft->train(env, TrainBudget().with_samples(2), nullptr);
+  from_heft->train(env, TrainBudget().with_max_samples(2), nullptr);
   const core::Decision d = from_heft->propose(f.problem);
   EXPECT_TRUE(d.placement.has_value());
   EXPECT_FALSE(d.priority.has_value());
@@ -69,7 +69,7 @@ TEST(AnnealingTest, RespectsItsSampleBudgetExactly) {
     auto agent = create();
     Environment env(f.problem);
     Curve curve;
-    agent->train(env, TrainBudget().with_steps(3), &curve);
+    agent->train(env, TrainBudget().with_max_steps(3), &curve);
     EXPECT_EQ(env.samples(), 3 * kGoSamplesPerUpdate);  // the starts included
     ASSERT_EQ(curve.points.size(), 3U);
     EXPECT_EQ(curve.points[0].samples, kGoSamplesPerUpdate);
@@ -80,7 +80,7 @@ TEST(AnnealingTest, RespectsItsSampleBudgetExactly) {
     auto agent = create();
     Environment env(f.problem);
     Curve curve;
-    agent->train(env, TrainBudget().with_samples(40), &curve);  // steps: 100 by default
+    agent->train(env, TrainBudget().with_max_samples(40), &curve);  // steps: 100 by default
     EXPECT_EQ(env.samples(), 40);
     ASSERT_EQ(curve.points.size(), 3U);  // 17, 34 and a last partial step at 40
     EXPECT_EQ(curve.points.back().samples, 40);
@@ -88,7 +88,7 @@ TEST(AnnealingTest, RespectsItsSampleBudgetExactly) {
   {
     auto agent = create();
     Environment env(f.problem);
-    agent->train(env, TrainBudget().with_samples(2), nullptr);  // fewer than the five starts
+    agent->train(env, TrainBudget().with_max_samples(2), nullptr);  // fewer than the five starts
     EXPECT_EQ(env.samples(), 2);
   }
 }
@@ -99,7 +99,7 @@ TEST(AnnealingTest, SameSeedSameSearch) {
     auto agent = create({{"seed", std::to_string(seed)}, {"starts", "single_device"}});
     Environment env(f.problem);
     Curve curve;
-    agent->train(env, TrainBudget().with_steps(4), &curve);
+    agent->train(env, TrainBudget().with_max_steps(4), &curve);
     std::vector<double> means;
     for (const auto& p : curve.points) means.push_back(p.mean_step_time_s);
     return std::make_pair(*agent->propose(f.problem).placement, means);
@@ -114,7 +114,7 @@ TEST(AnnealingTest, FindsAPlacementBetterThanOneDevice) {
   ProblemFixture f(parallel_chains(4, 6, true), "p100x4_pcie");
   auto agent = create({{"starts", "single_device"}, {"seed", "1"}});
   Environment env(f.problem);
-  agent->train(env, TrainBudget().with_steps(10), nullptr);
+  agent->train(env, TrainBudget().with_max_steps(10), nullptr);
   const double single = evaluate(f.problem, core::Decision{});
   EXPECT_LT(evaluate(f.problem, agent->propose(f.problem)), 0.8 * single);
 }
@@ -151,7 +151,7 @@ TEST(AnnealingTest, ScopeMovesTakeWholeNamedPartsOfTheModel) {
       auto agent = create(
           {{"starts", "single_device"}, {"seed", std::to_string(seed)}, {"scope_moves", scopes}});
       Environment env(f.problem);
-      agent->train(env, TrainBudget().with_steps(4), nullptr);
+      agent->train(env, TrainBudget().with_max_steps(4), nullptr);
       return evaluate(f.problem, agent->propose(f.problem));
     };
     const double with_scopes = search("true");
@@ -203,7 +203,7 @@ TEST(AnnealingTest, SearchesPrioritiesAndFusionWhenAsked) {
                        {"starts", "tf_default,single_device"},
                        {"seed", "3"}});
   Environment env(f.problem);
-  agent->train(env, TrainBudget().with_steps(4), nullptr);
+  agent->train(env, TrainBudget().with_max_steps(4), nullptr);
   const core::Decision d = agent->propose(f.problem);
   ASSERT_TRUE(d.placement && d.priority && d.fusion);
   EXPECT_EQ(fused_group_problem(f.compiled, d), "");
@@ -240,7 +240,7 @@ TEST(AnnealingTest, CriticalPathOrderGivesEveryPlacementItsPriorities) {
   ProblemFixture f(parallel_chains(4, 6, /*join=*/true), "p100x4_pcie");
   auto agent = create({{"order", "critical_path"}, {"seed", "2"}});
   Environment env(f.problem);
-  agent->train(env, TrainBudget().with_steps(2), nullptr);
+  agent->train(env, TrainBudget().with_max_steps(2), nullptr);
   const core::Decision d = agent->propose(f.problem);
   ASSERT_TRUE(d.placement.has_value());
   ASSERT_TRUE(d.priority.has_value());

@@ -24,8 +24,8 @@ class ConfigTest : public ::testing::Test {
   ExperimentConfig parse(const std::string& text, std::vector<std::string> overrides = {}) {
     return parse_config(text, "exp.yaml", GOPT_TEST_DATA_DIR,
                         ConfigLoadOptions()
-                            .with_agents(agent_registry_)
-                            .with_workloads(workload_registry_)
+                            .with_agent_registry(&agent_registry_)
+                            .with_workload_registry(&workload_registry_)
                             .with_overrides(std::move(overrides)));
   }
 

@@ -79,7 +79,7 @@ RunResult sample_result(const std::string& agent, std::uint64_t seed, bool learn
   r.options = {{"learning_rate", "0.05"}, {"seed", "3"}};
   if (learner) r.resolved_options = {{"learning_rate", "0.05"}, {"seed", "3"}, {"clip", "0.2"}};
   r.provenance = sample_provenance("abc", "host");
-  if (learner) r.budget = agents::TrainBudget().with_steps(200).with_seconds(60);
+  if (learner) r.budget = agents::TrainBudget().with_max_steps(200).with_max_seconds(60);
   return r;
 }
 
@@ -207,7 +207,7 @@ TEST(Hdf5SinkTest, ResumeKeepsTheFirstRunsMetadataAndAppendsToTheHistory) {
   later.provenance.command = "gopt run demo.yaml --resume";
   later.provenance.config_hash = config_hash(later.config_yaml);
   {
-    Hdf5Sink sink(path, Hdf5SinkOptions().mode(OpenMode::kResume));
+    Hdf5Sink sink(path, Hdf5SinkOptions().with_open_mode(OpenMode::kResume));
     sink.begin(later);
     auto r = sample_result("metis", 2, false);
     r.provenance = later.provenance;
@@ -232,7 +232,7 @@ TEST(Hdf5SinkTest, ResumeKeepsTheFirstRunsMetadataAndAppendsToTheHistory) {
   EXPECT_EQ(file.results[1].provenance.config_hash, config_hash(later.config_yaml));
   // A third run with the file's own config adds an entry without a config.
   {
-    Hdf5Sink sink(path, Hdf5SinkOptions().mode(OpenMode::kResume));
+    Hdf5Sink sink(path, Hdf5SinkOptions().with_open_mode(OpenMode::kResume));
     sink.begin(sample_metadata());
   }
   const auto third = read_results_file(path).metadata.history;
@@ -253,7 +253,7 @@ TEST(Hdf5SinkTest, RefusesToOverwriteUnlessAsked) {
                   ": the results file exists; continue it with --resume, or replace it with "
                   "--overwrite");
   }
-  Hdf5Sink replaced(path, Hdf5SinkOptions().mode(OpenMode::kOverwrite));
+  Hdf5Sink replaced(path, Hdf5SinkOptions().with_open_mode(OpenMode::kOverwrite));
   EXPECT_TRUE(replaced.existing().empty());
 }
 
@@ -271,7 +271,7 @@ TEST(Hdf5SinkTest, ResumeFindsCompleteResultsAndDropsHalfWrittenOnes) {
     H5Fclose(f);
   }
   EXPECT_EQ(read_results_file(path).incomplete, 1);
-  Hdf5Sink sink(path, Hdf5SinkOptions().mode(OpenMode::kResume));
+  Hdf5Sink sink(path, Hdf5SinkOptions().with_open_mode(OpenMode::kResume));
   ASSERT_EQ(sink.existing().size(), 1u);
   EXPECT_EQ(sink.existing()[0], (ResultKey{"wavenet_2", "metis", 1}));
   EXPECT_EQ(sink.existing_config(), "name: demo\nagents: [hdp]\n");
@@ -345,7 +345,7 @@ TEST(Hdf5SinkTest, RunningJobsAreReadableAndLeaveWithTheirResult) {
   EXPECT_EQ(file.running[0].agent_type, "go_one");
   sink.close();
   // A resumed run does the earlier run's unfinished jobs: begin() drops their entries.
-  Hdf5Sink resumed(path, Hdf5SinkOptions().mode(OpenMode::kResume));
+  Hdf5Sink resumed(path, Hdf5SinkOptions().with_open_mode(OpenMode::kResume));
   EXPECT_EQ(resumed.existing().size(), 1u);
   resumed.begin(sample_metadata());
   EXPECT_TRUE(read_results_file(path).running.empty());
@@ -372,7 +372,7 @@ TEST(Hdf5SinkTest, FlushingACurveManyTimesDoesNotGrowTheFile) {
 
 TEST(Hdf5SinkTest, ResumeOfAMissingFileStartsOne) {
   auto dir = temp_dir();
-  Hdf5Sink sink(dir / "new.h5", Hdf5SinkOptions().mode(OpenMode::kResume));
+  Hdf5Sink sink(dir / "new.h5", Hdf5SinkOptions().with_open_mode(OpenMode::kResume));
   EXPECT_TRUE(sink.existing().empty());
   EXPECT_TRUE(fs::exists(dir / "new.h5"));
 }
@@ -407,7 +407,7 @@ TEST(Hdf5SinkTest, BadFilesAreClearErrorsNamingTheFile) {
   EXPECT_EQ(message.rfind(truncated.string() + ": ", 0), 0u) << message;
   EXPECT_NE(message.find("truncated"), std::string::npos) << message;
 
-  Hdf5Sink sink(foreign, Hdf5SinkOptions().mode(OpenMode::kOverwrite));  // replaces it
+  Hdf5Sink sink(foreign, Hdf5SinkOptions().with_open_mode(OpenMode::kOverwrite));  // replaces it
   sink.close();
   EXPECT_NO_THROW((void)read_results_file(foreign));
 }
@@ -418,7 +418,8 @@ TEST(Hdf5SinkTest, ResumeRefusesAForeignFile) {
   hid_t f = H5Fcreate(foreign.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
   ASSERT_GE(f, 0);
   H5Fclose(f);
-  EXPECT_THROW(Hdf5Sink(foreign, Hdf5SinkOptions().mode(OpenMode::kResume)), core::InputError);
+  EXPECT_THROW(Hdf5Sink(foreign, Hdf5SinkOptions().with_open_mode(OpenMode::kResume)),
+               core::InputError);
 }
 
 }  // namespace
@@ -463,7 +464,7 @@ TEST(Hdf5SinkTest, ResumeRefusesADamagedFileAndLeavesItUntouched) {
     const std::string before = file_bytes(damaged);
     std::string message = "(no error)";
     try {
-      Hdf5Sink sink(damaged, Hdf5SinkOptions().mode(OpenMode::kResume));
+      Hdf5Sink sink(damaged, Hdf5SinkOptions().with_open_mode(OpenMode::kResume));
     } catch (const core::InputError& e) {
       message = e.what();
     }
@@ -505,7 +506,7 @@ TEST(Hdf5SinkTest, SigkillAtRandomMomentsNeverLosesACompleteResult) {
     if (pid == 0) {
       ::close(fds[0]);
       try {
-        Hdf5Sink sink(path, Hdf5SinkOptions().mode(OpenMode::kResume));
+        Hdf5Sink sink(path, Hdf5SinkOptions().with_open_mode(OpenMode::kResume));
         sink.begin(sample_metadata());
         for (std::uint64_t s = 1000 * static_cast<std::uint64_t>(trial);; ++s) {
           sink.write(sample_result("hdp", s, true));
@@ -538,7 +539,7 @@ TEST(Hdf5SinkTest, SigkillAtRandomMomentsNeverLosesACompleteResult) {
   }
   EXPECT_GT(reported.size(), 0u) << "no write finished in any trial";
   // No copies are left behind once the next writer has started.
-  { Hdf5Sink sink(path, Hdf5SinkOptions().mode(OpenMode::kResume)); }
+  { Hdf5Sink sink(path, Hdf5SinkOptions().with_open_mode(OpenMode::kResume)); }
   for (const auto& e : fs::directory_iterator(dir)) {
     EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << e.path();
   }
@@ -548,7 +549,7 @@ TEST(Hdf5SinkTest, ASecondWriterOfOneFileIsRefused) {
   auto dir = temp_dir();
   Hdf5Sink first(dir / "r.h5");
   try {
-    Hdf5Sink second(dir / "r.h5", Hdf5SinkOptions().mode(OpenMode::kResume));
+    Hdf5Sink second(dir / "r.h5", Hdf5SinkOptions().with_open_mode(OpenMode::kResume));
     FAIL() << "two writers of one file";
   } catch (const core::InputError& e) {
     EXPECT_NE(std::string(e.what()).find("another `gopt run` is writing"), std::string::npos)
@@ -579,7 +580,7 @@ TEST(Hdf5SinkTest, OtherFormatVersionsAreNamedWhenRefused) {
   EXPECT_EQ(old.results.size(), 1u);
   const std::string before = file_bytes(path);
   try {
-    Hdf5Sink sink(path, Hdf5SinkOptions().mode(OpenMode::kResume));
+    Hdf5Sink sink(path, Hdf5SinkOptions().with_open_mode(OpenMode::kResume));
     FAIL() << "resumed a version-1 file";
   } catch (const core::InputError& e) {
     const std::string message = e.what();
@@ -634,7 +635,7 @@ TEST(Hdf5SinkTest, MinorVersionsAreRecordedAndOlderMinorsStillReadAndResume) {
 
   auto hdp = sample_result("hdp", 2, true);
   {
-    Hdf5Sink sink(path, Hdf5SinkOptions().mode(OpenMode::kResume));
+    Hdf5Sink sink(path, Hdf5SinkOptions().with_open_mode(OpenMode::kResume));
     EXPECT_EQ(sink.existing().size(), 1u);
     sink.begin(sample_metadata());
     sink.write(hdp);

@@ -453,13 +453,13 @@ TEST(ProvenanceWarningsTest, OnlyMixedRevisionsOrOneAgentsMixedBudgetsWarn) {
   EXPECT_TRUE(provenance_warnings(file).empty());  // no provenance at all
   for (auto& r : file.results) {
     r.provenance.git_revision = "abc1234";
-    if (r.key.agent != "metis") r.budget = agents::TrainBudget().with_steps(100);
+    if (r.key.agent != "metis") r.budget = agents::TrainBudget().with_max_steps(100);
   }
-  file.results[2].budget = agents::TrainBudget().with_steps(1000);  // go_one: its own budget
+  file.results[2].budget = agents::TrainBudget().with_max_steps(1000);  // go_one: its own budget
   EXPECT_TRUE(provenance_warnings(file).empty());
 
   file.results[1].budget =
-      agents::TrainBudget().with_steps(100).with_samples(400).with_seconds(1.5);
+      agents::TrainBudget().with_max_steps(100).with_max_samples(400).with_max_seconds(1.5);
   auto warnings = provenance_warnings(file);
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_EQ(warnings[0],

@@ -149,7 +149,8 @@ TEST(DistributedTest, AnUnreachableStoreIsAnInputErrorWithinTheTimeout) {
   launch.master_addr = "127.0.0.1";
   launch.master_port = unused_local_port();
   const auto start = std::chrono::steady_clock::now();
-  const auto e = error_of([&] { Distributed peers(launch, DistributedOptions().timeout(1)); });
+  const auto e =
+      error_of([&] { Distributed peers(launch, DistributedOptions().with_timeout_s(1)); });
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_TRUE(contains(e, "MASTER_ADDR and MASTER_PORT")) << e;
@@ -226,7 +227,8 @@ RunResult full_result() {
   r.provenance.libraries = "LibTorch 1.13.0; HDF5 1.10.8";
   r.provenance.command = "gopt run 'a b.yaml' --set seeds=[1,2]";
   r.provenance.config_hash = "00ff00ff00ff00ff";
-  r.budget = agents::TrainBudget().with_steps(200).with_samples(1 << 20).with_seconds(0.1 + 0.7);
+  r.budget = agents::TrainBudget().with_max_steps(200).with_max_samples(1 << 20).with_max_seconds(
+      0.1 + 0.7);
   return r;
 }
 
