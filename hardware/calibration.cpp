@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <sstream>
 
 #include "core/errors.h"
 #include "core/strings.h"
@@ -115,28 +114,6 @@ void add_residual(FitResiduals& r, double rel) {
 
 void finish(FitResiduals& r) {
   r.rms_rel_error = r.samples > 0 ? std::sqrt(r.rms_rel_error / r.samples) : 0;
-}
-
-// Every number reads back as exactly the double written (core::number_text), so a curve's
-// distinct work values stay strictly increasing in the file.
-std::string num(double v) {
-  std::string s = core::number_text(v);
-  // YAML reads "1e-05" as a string in some loaders; keep a mantissa dot for safety.
-  if (s.find_first_of(".e") == std::string::npos) s += ".0";
-  return s;
-}
-
-std::string quoted(const std::string& s) {
-  std::string q = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') q += '\\';
-    if (c == '\n') {
-      q += "\\n";
-      continue;
-    }
-    q += c;
-  }
-  return q + "\"";
 }
 
 }  // namespace
@@ -393,109 +370,6 @@ LinkFit fit_link(const std::vector<CopySample>& samples) {
   }
   finish(fit.residuals);
   return fit;
-}
-
-std::string profile_yaml(const ClusterSpec& spec) {
-  std::ostringstream y;
-  y << "# gopt hardware profile. Format: docs/hardware-profiles.md.\n";
-  y << "format: gopt-hardware-profile\nversion: 1\n";
-  y << "name: " << quoted(spec.name) << "\n";
-  if (!spec.description.empty()) y << "description: " << quoted(spec.description) << "\n";
-  const auto& p = spec.provenance;
-  y << "provenance:\n  kind: " << quoted(p.kind) << "\n  date: " << quoted(p.date)
-    << "\n  machine: " << quoted(p.machine) << "\n  sources:\n";
-  for (const auto& s : p.sources) y << "    - " << quoted(s) << "\n";
-  if (!p.notes.empty()) y << "  notes: " << quoted(p.notes) << "\n";
-  y << "compute_dtype: " << core::to_string(spec.compute_dtype) << "\n";
-  y << "device_types:\n";
-  std::vector<std::string> written;
-  for (const auto& d : spec.devices) {
-    if (std::find(written.begin(), written.end(), d.type) != written.end()) continue;
-    written.push_back(d.type);
-    y << "  " << d.type << ":\n    peak_flops_per_s: {";
-    bool first = true;
-    for (int t = 0; t < kNumDTypes; ++t) {
-      if (!(d.peak_flops_per_s[static_cast<std::size_t>(t)] > 0)) continue;
-      y << (first ? "" : ", ") << core::to_string(static_cast<core::DType>(t)) << ": "
-        << num(d.peak_flops_per_s[static_cast<std::size_t>(t)]);
-      first = false;
-    }
-    y << "}\n    memory_bandwidth_bytes_per_s: " << num(d.memory_bandwidth_bytes_per_s) << "\n";
-    y << "    memory_capacity_bytes: " << d.memory_capacity_bytes << "\n";
-    y << "    launch_overhead_s: " << num(d.launch_overhead_s) << "\n";
-    if (d.executor_overhead_s > 0) {
-      y << "    executor_overhead_s: " << num(d.executor_overhead_s) << "\n";
-    }
-    y << "    compute_streams: " << d.compute_streams << "\n";
-    if (!d.has_copy_engine) y << "    copy_engine: false\n";
-    std::vector<std::string> none;
-    for (int k = 0; k < core::kNumOpKinds; ++k) {
-      if (d.no_kernel[static_cast<std::size_t>(k)]) {
-        none.emplace_back(core::to_string(static_cast<core::OpKind>(k)));
-      }
-    }
-    y << "    no_kernel_kinds: [";
-    for (std::size_t i = 0; i < none.size(); ++i) y << (i ? ", " : "") << none[i];
-    y << "]\n    efficiency:\n";
-    for (int pass = 0; pass < 2; ++pass) {
-      const auto& e = pass == 0 ? d.compute_efficiency : d.memory_efficiency;
-      y << (pass == 0 ? "      compute: {" : "      memory: {");
-      for (int k = 0; k < core::kNumOpKinds; ++k) {
-        y << (k ? ", " : "") << core::to_string(static_cast<core::OpKind>(k)) << ": "
-          << num(e[static_cast<std::size_t>(k)]);
-      }
-      y << "}\n";
-    }
-    auto curve = [&](const std::string& key, const TimeCurve& c) {
-      y << "      " << quoted(key) << ": {work: [";
-      for (std::size_t i = 0; i < c.work.size(); ++i) y << (i ? ", " : "") << num(c.work[i]);
-      y << "], time_s: [";
-      for (std::size_t i = 0; i < c.time_s.size(); ++i) y << (i ? ", " : "") << num(c.time_s[i]);
-      y << "]}\n";
-    };
-    bool any_kind = std::any_of(d.kind_curves.begin(), d.kind_curves.end(),
-                                [](const TimeCurve& c) { return !c.empty(); });
-    if (!d.op_type_curves.empty() || any_kind) {
-      y << "    time_curves:\n";
-      for (const auto& [type, c] : d.op_type_curves) curve(type, c);
-      for (int k = 0; k < core::kNumOpKinds; ++k) {
-        const auto& c = d.kind_curves[static_cast<std::size_t>(k)];
-        if (!c.empty())
-          curve("kind:" + std::string(core::to_string(static_cast<core::OpKind>(k))), c);
-      }
-    }
-    if (!d.op_type_shapes.empty()) {
-      y << "    shape_tables:\n";
-      for (const auto& [type, t] : d.op_type_shapes) {
-        y << "      " << quoted(type) << ": {flops: [";
-        for (std::size_t i = 0; i < t.flops.size(); ++i) y << (i ? ", " : "") << num(t.flops[i]);
-        y << "], bytes: [";
-        for (std::size_t i = 0; i < t.bytes.size(); ++i) y << (i ? ", " : "") << t.bytes[i];
-        y << "], time_s: [";
-        for (std::size_t i = 0; i < t.time_s.size(); ++i) y << (i ? ", " : "") << num(t.time_s[i]);
-        y << "]}\n";
-      }
-    }
-    if (!d.source.empty()) y << "    source: " << quoted(d.source) << "\n";
-  }
-  y << "devices:\n";
-  for (const auto& d : spec.devices) {
-    y << "  - {name: " << quoted(d.name) << ", type: " << quoted(d.type) << "}\n";
-  }
-  if (!spec.switches.empty()) {
-    y << "switches:\n";
-    for (const auto& s : spec.switches) y << "  - {name: " << quoted(s) << "}\n";
-  }
-  y << "links:" << (spec.links.empty() ? " []" : "") << "\n";
-  for (const auto& l : spec.links) {
-    y << "  - {a: " << quoted(l.a) << ", b: " << quoted(l.b)
-      << ", bandwidth_bytes_per_s: " << num(l.bandwidth_bytes_per_s)
-      << ", latency_s: " << num(l.latency_s);
-    if (!l.name.empty()) y << ", name: " << quoted(l.name);
-    if (!l.source.empty()) y << ", source: " << quoted(l.source);
-    y << "}\n";
-  }
-  return y.str();
 }
 
 }  // namespace gopt::hardware

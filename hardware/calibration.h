@@ -1,12 +1,12 @@
 // Calibration of the roofline cost model from measurements: least-squares fits of the
 // launch overhead and the per-op-kind efficiency factors from timed microbenchmarks, and of
-// a link's latency and bandwidth from timed copies; and the YAML writer for the measured
-// profile they go into. LibTorch-free: the backends measure, this file only fits numbers,
-// so its tests feed it synthetic measurements with known parameters.
+// a link's latency and bandwidth from timed copies (the measured profile they go into is
+// written by profile_yaml, hardware/profile.h). LibTorch-free: the backends measure, this file only
+// fits numbers, so its tests feed it synthetic measurements with known parameters.
 //
 //   RooflineFit fit = fit_roofline(samples);               // samples from the backend
 //   LinkFit link = fit_link(copy_samples);
-//   std::string yaml = profile_yaml(spec);                  // spec filled from the fits
+//   std::string yaml = profile_yaml(spec);  // hardware/profile.h; spec filled from the fits
 #pragma once
 
 #include <array>
@@ -137,10 +137,5 @@ struct LinkFit {
 /// LinkFit::degenerate when the slope is not positive). Throws InputError for fewer than
 /// two distinct sizes.
 [[nodiscard]] LinkFit fit_link(const std::vector<CopySample>& samples);
-
-/// Writes a cluster spec as profile YAML (docs/hardware-profiles.md) that
-/// parse_profile_yaml reads back to the same spec: one device type per distinct `type`,
-/// links inline.
-[[nodiscard]] std::string profile_yaml(const ClusterSpec& spec);
 
 }  // namespace gopt::hardware

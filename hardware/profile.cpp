@@ -3,14 +3,16 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <cmath>
+#include <limits>
 #include <set>
+#include <sstream>
 #include <unordered_map>
 #include <utility>
 
 #include "core/errors.h"
 #include "core/graph_io.h"
 #include "core/strings.h"
+#include "core/yaml_values.h"
 
 #ifndef GOPT_PROFILE_DIR
 #error "GOPT_PROFILE_DIR must be defined by the build"
@@ -19,26 +21,24 @@
 namespace gopt::hardware {
 namespace {
 
-// Reads fields of a YAML document, naming the source, the field path and the line in
-// every error.
+// Reads fields of a YAML document in the one grammar of configs (core/yaml_values.h,
+// docs/config.md "Values"): every error is an InputError located as a config problem is,
+// "file:line:column" with the field path ("device_types.p100.compute_streams") and what was
+// expected and found ("expected an integer in [1, 64], found '1e3'").
 class Reader {
  public:
   explicit Reader(std::string source) : source_(std::move(source)) {}
 
   [[noreturn]] void fail(const YAML::Node& node, const std::string& field,
                          const std::string& problem) const {
-    std::string location = field;
-    if (node.IsDefined() && node.Mark().line >= 0) {
-      location += " (line " + std::to_string(node.Mark().line + 1) + ")";
-    }
-    throw core::InputError(source_, location, problem);
+    throw core::InputError(core::yaml_where(source_, node), field, problem);
   }
 
   YAML::Node require(const YAML::Node& parent, const std::string& parent_field,
                      const std::string& key) const {
     YAML::Node child = parent[key];
     if (!child.IsDefined() || child.IsNull()) {
-      fail(parent, join(parent_field, key), "missing required field '" + key + "'");
+      fail(parent, join(parent_field, key), "missing required key '" + key + "'");
     }
     return child;
   }
@@ -48,60 +48,64 @@ class Reader {
   }
 
   void expect_map(const YAML::Node& node, const std::string& field) const {
-    if (!node.IsMap()) fail(node, field, "expected a mapping, found " + kind_of(node));
+    if (!node.IsMap()) {
+      fail(node, field,
+           "expected a mapping (key: value lines), found " + core::yaml_describe(node));
+    }
   }
   void expect_sequence(const YAML::Node& node, const std::string& field) const {
-    if (!node.IsSequence()) fail(node, field, "expected a list, found " + kind_of(node));
+    if (!node.IsSequence())
+      fail(node, field, "expected a list, found " + core::yaml_describe(node));
   }
 
   std::string string(const YAML::Node& node, const std::string& field) const {
-    if (!node.IsScalar()) fail(node, field, "expected a string, found " + kind_of(node));
+    if (!node.IsScalar())
+      fail(node, field, "expected a string, found " + core::yaml_describe(node));
     return node.Scalar();
   }
 
-  double number(const YAML::Node& node, const std::string& field) const {
-    if (!node.IsScalar()) fail(node, field, "expected a number, found " + kind_of(node));
-    double value = 0;
-    if (!YAML::convert<double>::decode(node, value) || !std::isfinite(value)) {
-      fail(node, field, "expected a number, found '" + node.Scalar() + "'");
+  /// A number (core::parse_number) for which `ok` holds; `expected` says which.
+  template <typename Ok>
+  double number(const YAML::Node& node, const std::string& field, const std::string& expected,
+                Ok ok) const {
+    auto value = core::yaml_number(node);
+    if (!value || !ok(*value)) {
+      fail(node, field, "expected " + expected + ", found " + core::yaml_describe(node));
     }
-    return value;
-  }
-
-  bool boolean(const YAML::Node& node, const std::string& field) const {
-    bool value = false;
-    if (!node.IsScalar() || !YAML::convert<bool>::decode(node, value)) {
-      fail(node, field, "expected true or false, found " + kind_of(node));
-    }
-    return value;
+    return *value;
   }
 
   double positive(const YAML::Node& node, const std::string& field) const {
-    double value = number(node, field);
-    if (!(value > 0)) fail(node, field, "expected a positive number, found " + node.Scalar());
-    return value;
+    return number(node, field, "a positive number", [](double v) { return v > 0; });
   }
 
   double non_negative(const YAML::Node& node, const std::string& field) const {
-    double value = number(node, field);
-    if (value < 0) fail(node, field, "expected a number >= 0, found " + node.Scalar());
-    return value;
+    return number(node, field, "a number >= 0", [](double v) { return v >= 0; });
   }
 
   double fraction(const YAML::Node& node, const std::string& field) const {
-    double value = number(node, field);
-    if (!(value > 0 && value <= 1)) {
-      fail(node, field, "expected a fraction in (0, 1], found " + node.Scalar());
-    }
-    return value;
+    return number(node, field, "a fraction in (0, 1]", [](double v) { return v > 0 && v <= 1; });
   }
 
-  std::int64_t integer(const YAML::Node& node, const std::string& field) const {
-    double value = number(node, field);
-    if (value != std::floor(value) || std::fabs(value) > 9.0e18) {
-      fail(node, field, "expected an integer, found " + node.Scalar());
+  /// An integer (core::parse_integer: "1e3" and "1.0" are not integers) in
+  /// [min_value, max_value]; `expected` says which.
+  std::int64_t integer(const YAML::Node& node, const std::string& field, std::int64_t min_value,
+                       const std::string& expected,
+                       std::int64_t max_value = std::numeric_limits<std::int64_t>::max()) const {
+    auto value = core::yaml_integer(node);
+    if (!value || *value < min_value || *value > max_value) {
+      fail(node, field, "expected " + expected + ", found " + core::yaml_describe(node));
     }
-    return static_cast<std::int64_t>(value);
+    return *value;
+  }
+
+  bool boolean(const YAML::Node& node, const std::string& field) const {
+    auto value = core::yaml_bool(node);
+    if (!value) {
+      fail(node, field,
+           "expected " + std::string(core::kBoolText) + ", found " + core::yaml_describe(node));
+    }
+    return *value;
   }
 
   std::string optional_string(const YAML::Node& parent, const std::string& parent_field,
@@ -112,37 +116,20 @@ class Reader {
   }
 
   void check_keys(const YAML::Node& map, const std::string& field,
-                  std::initializer_list<const char*> allowed) const {
+                  const std::vector<std::string>& allowed) const {
     for (const auto& item : map) {
-      std::string key = item.first.Scalar();
-      bool ok =
-          std::any_of(allowed.begin(), allowed.end(), [&](const char* a) { return key == a; });
-      if (!ok) {
-        std::string list;
-        for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-        fail(item.first, join(field, key), "unknown field '" + key + "'; expected one of: " + list);
-      }
+      std::string key =
+          item.first.IsScalar() ? item.first.Scalar() : core::yaml_describe(item.first);
+      if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
+      fail(item.first, join(field, key),
+           "unknown key '" + key + "'" + core::did_you_mean(key, allowed) +
+               "; expected one of: " + core::join(allowed));
     }
   }
 
   [[nodiscard]] const std::string& source() const { return source_; }
 
  private:
-  static std::string kind_of(const YAML::Node& node) {
-    switch (node.Type()) {
-      case YAML::NodeType::Null:
-        return "nothing";
-      case YAML::NodeType::Scalar:
-        return "'" + node.Scalar() + "'";
-      case YAML::NodeType::Sequence:
-        return "a list";
-      case YAML::NodeType::Map:
-        return "a mapping";
-      default:
-        return "an undefined value";
-    }
-  }
-
   std::string source_;
 };
 
@@ -199,23 +186,17 @@ DeviceSpec parse_device_type(const Reader& r, const std::string& type_name, cons
   }
   spec.memory_bandwidth(r.positive(r.require(node, field, "memory_bandwidth_bytes_per_s"),
                                    field + ".memory_bandwidth_bytes_per_s"));
-  auto capacity = r.require(node, field, "memory_capacity_bytes");
-  spec.memory_capacity(r.integer(capacity, field + ".memory_capacity_bytes"));
-  if (spec.memory_capacity_bytes <= 0) {
-    r.fail(capacity, field + ".memory_capacity_bytes",
-           "expected a positive number of bytes, found " + capacity.Scalar());
-  }
+  spec.memory_capacity(r.integer(r.require(node, field, "memory_capacity_bytes"),
+                                 field + ".memory_capacity_bytes", 1,
+                                 "a positive integer (bytes)"));
   spec.launch_overhead(
       r.non_negative(r.require(node, field, "launch_overhead_s"), field + ".launch_overhead_s"));
   if (auto overhead = node["executor_overhead_s"]; overhead.IsDefined()) {
     spec.executor_overhead(r.non_negative(overhead, field + ".executor_overhead_s"));
   }
   if (auto streams = node["compute_streams"]; streams.IsDefined()) {
-    auto count = r.integer(streams, field + ".compute_streams");
-    if (count < 1 || count > 64) {
-      r.fail(streams, field + ".compute_streams", "expected 1 .. 64, found " + streams.Scalar());
-    }
-    spec.streams(static_cast<int>(count));
+    spec.streams(static_cast<int>(
+        r.integer(streams, field + ".compute_streams", 1, "an integer in [1, 64]", 64)));
   }
   if (auto copy = node["copy_engine"]; copy.IsDefined()) {
     spec.copy_engine(r.boolean(copy, field + ".copy_engine"));
@@ -301,10 +282,8 @@ DeviceSpec parse_device_type(const Reader& r, const std::string& type_name, cons
       for (std::size_t i = 0; i < time.size(); ++i) {
         std::string fi = "[" + std::to_string(i) + "]";
         table.flops.push_back(r.non_negative(flops[i], fk + ".flops" + fi));
-        table.bytes.push_back(r.integer(bytes[i], fk + ".bytes" + fi));
-        if (table.bytes.back() < 0) {
-          r.fail(bytes[i], fk + ".bytes" + fi, "expected bytes >= 0, found " + bytes[i].Scalar());
-        }
+        table.bytes.push_back(
+            r.integer(bytes[i], fk + ".bytes" + fi, 0, "an integer >= 0 (bytes)"));
         table.time_s.push_back(r.positive(time[i], fk + ".time_s" + fi));
       }
       spec.op_type_shapes[key] = std::move(table);
@@ -384,23 +363,38 @@ ClusterSpec parse_profile_yaml(std::string_view text, const std::string& source)
   try {
     root = YAML::Load(std::string(text));
   } catch (const YAML::ParserException& e) {
-    throw core::InputError(source, "line " + std::to_string(e.mark.line + 1),
-                           "invalid YAML: " + e.msg);
+    throw core::InputError(core::yaml_where(source, e.mark), "", "not valid YAML: " + e.msg);
   }
   if (!root.IsMap()) r.fail(root, "", "expected a mapping at the top level of a hardware profile");
-  r.check_keys(root, "",
-               {"format", "version", "name", "description", "provenance", "compute_dtype",
-                "device_types", "devices", "switches", "link_types", "links", "routes"});
+  r.check_keys(
+      root, "",
+      {"format", "version", "name", "description", "provenance", "compute_dtype", "device_types",
+       "devices", "switches", "link_types", "links", "routes", "minor_version"});
   auto format = r.require(root, "", "format");
   if (r.string(format, "format") != kProfileFormatName) {
     r.fail(format, "format",
            "expected '" + std::string(kProfileFormatName) + "', found '" + format.Scalar() + "'");
   }
   auto version = r.require(root, "", "version");
-  if (r.integer(version, "version") != kProfileFormatVersion) {
+  if (r.integer(version, "version", std::numeric_limits<std::int64_t>::min(), "an integer") !=
+      kProfileFormatVersion) {
     r.fail(version, "version",
            "this build reads version " + std::to_string(kProfileFormatVersion) + ", found " +
-               version.Scalar());
+               core::yaml_describe(version));
+  }
+
+  // A minor version only adds optional fields; a file of a newer one may hold fields this
+  // build does not know, so it is refused by name rather than by its first unknown key.
+  if (const YAML::Node minor = root["minor_version"]; minor.IsDefined() && !minor.IsNull()) {
+    const auto value =
+        r.integer(minor, "minor_version", std::numeric_limits<std::int64_t>::min(), "an integer");
+    if (value < 0 || value > kProfileFormatMinorVersion) {
+      r.fail(minor, "minor_version",
+             "profile format " + std::to_string(kProfileFormatVersion) + "." + minor.Scalar() +
+                 " is not one this build reads (" + std::to_string(kProfileFormatVersion) +
+                 ".0 to " + std::to_string(kProfileFormatVersion) + "." +
+                 std::to_string(kProfileFormatMinorVersion) + "); update gopt");
+    }
   }
 
   ClusterSpec spec;
@@ -574,6 +568,144 @@ Cluster load_profile(const std::string& name_or_path, const std::filesystem::pat
   auto path = resolve_profile_path(name_or_path, dir);
   std::string text = core::read_text_file(path);
   return Cluster::build(parse_profile_yaml(text, path.string()), path.string());
+}
+
+namespace {
+
+// Every number reads back as exactly the double written (core::number_text), so a curve's
+// distinct work values stay strictly increasing in the file.
+std::string num(double v) {
+  std::string s = core::number_text(v);
+  // YAML reads "1e-05" as a string in some loaders; keep a mantissa dot for safety.
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
+}
+
+std::string quoted(const std::string& s) {
+  std::string q = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') q += '\\';
+    if (c == '\n') {
+      q += "\\n";
+      continue;
+    }
+    q += c;
+  }
+  return q + "\"";
+}
+
+}  // namespace
+
+std::string profile_yaml(const ClusterSpec& spec) {
+  std::ostringstream y;
+  y << "# gopt hardware profile. Format: docs/hardware-profiles.md.\n";
+  y << "format: " << kProfileFormatName << "\nversion: " << kProfileFormatVersion
+    << "\nminor_version: " << kProfileFormatMinorVersion << "\n";
+  y << "name: " << quoted(spec.name) << "\n";
+  if (!spec.description.empty()) y << "description: " << quoted(spec.description) << "\n";
+  const auto& p = spec.provenance;
+  y << "provenance:\n  kind: " << quoted(p.kind) << "\n  date: " << quoted(p.date)
+    << "\n  machine: " << quoted(p.machine) << "\n  sources:\n";
+  for (const auto& s : p.sources) y << "    - " << quoted(s) << "\n";
+  if (!p.notes.empty()) y << "  notes: " << quoted(p.notes) << "\n";
+  y << "compute_dtype: " << core::to_string(spec.compute_dtype) << "\n";
+  y << "device_types:\n";
+  std::vector<std::string> written;
+  for (const auto& d : spec.devices) {
+    if (std::find(written.begin(), written.end(), d.type) != written.end()) continue;
+    written.push_back(d.type);
+    y << "  " << d.type << ":\n    peak_flops_per_s: {";
+    bool first = true;
+    for (int t = 0; t < kNumDTypes; ++t) {
+      if (!(d.peak_flops_per_s[static_cast<std::size_t>(t)] > 0)) continue;
+      y << (first ? "" : ", ") << core::to_string(static_cast<core::DType>(t)) << ": "
+        << num(d.peak_flops_per_s[static_cast<std::size_t>(t)]);
+      first = false;
+    }
+    y << "}\n    memory_bandwidth_bytes_per_s: " << num(d.memory_bandwidth_bytes_per_s) << "\n";
+    y << "    memory_capacity_bytes: " << d.memory_capacity_bytes << "\n";
+    y << "    launch_overhead_s: " << num(d.launch_overhead_s) << "\n";
+    if (d.executor_overhead_s > 0) {
+      y << "    executor_overhead_s: " << num(d.executor_overhead_s) << "\n";
+    }
+    y << "    compute_streams: " << d.compute_streams << "\n";
+    if (!d.has_copy_engine) y << "    copy_engine: false\n";
+    std::vector<std::string> none;
+    for (int k = 0; k < core::kNumOpKinds; ++k) {
+      if (d.no_kernel[static_cast<std::size_t>(k)]) {
+        none.emplace_back(core::to_string(static_cast<core::OpKind>(k)));
+      }
+    }
+    y << "    no_kernel_kinds: [";
+    for (std::size_t i = 0; i < none.size(); ++i) y << (i ? ", " : "") << none[i];
+    y << "]\n    efficiency:\n";
+    for (int pass = 0; pass < 2; ++pass) {
+      const auto& e = pass == 0 ? d.compute_efficiency : d.memory_efficiency;
+      y << (pass == 0 ? "      compute: {" : "      memory: {");
+      for (int k = 0; k < core::kNumOpKinds; ++k) {
+        y << (k ? ", " : "") << core::to_string(static_cast<core::OpKind>(k)) << ": "
+          << num(e[static_cast<std::size_t>(k)]);
+      }
+      y << "}\n";
+    }
+    auto curve = [&](const std::string& key, const TimeCurve& c) {
+      y << "      " << quoted(key) << ": {work: [";
+      for (std::size_t i = 0; i < c.work.size(); ++i) y << (i ? ", " : "") << num(c.work[i]);
+      y << "], time_s: [";
+      for (std::size_t i = 0; i < c.time_s.size(); ++i) y << (i ? ", " : "") << num(c.time_s[i]);
+      y << "]}\n";
+    };
+    bool any_kind = std::any_of(d.kind_curves.begin(), d.kind_curves.end(),
+                                [](const TimeCurve& c) { return !c.empty(); });
+    if (!d.op_type_curves.empty() || any_kind) {
+      y << "    time_curves:\n";
+      for (const auto& [type, c] : d.op_type_curves) curve(type, c);
+      for (int k = 0; k < core::kNumOpKinds; ++k) {
+        const auto& c = d.kind_curves[static_cast<std::size_t>(k)];
+        if (!c.empty())
+          curve("kind:" + std::string(core::to_string(static_cast<core::OpKind>(k))), c);
+      }
+    }
+    if (!d.op_type_shapes.empty()) {
+      y << "    shape_tables:\n";
+      for (const auto& [type, t] : d.op_type_shapes) {
+        y << "      " << quoted(type) << ": {flops: [";
+        for (std::size_t i = 0; i < t.flops.size(); ++i) y << (i ? ", " : "") << num(t.flops[i]);
+        y << "], bytes: [";
+        for (std::size_t i = 0; i < t.bytes.size(); ++i) y << (i ? ", " : "") << t.bytes[i];
+        y << "], time_s: [";
+        for (std::size_t i = 0; i < t.time_s.size(); ++i) y << (i ? ", " : "") << num(t.time_s[i]);
+        y << "]}\n";
+      }
+    }
+    if (!d.source.empty()) y << "    source: " << quoted(d.source) << "\n";
+  }
+  y << "devices:\n";
+  for (const auto& d : spec.devices) {
+    y << "  - {name: " << quoted(d.name) << ", type: " << quoted(d.type) << "}\n";
+  }
+  if (!spec.switches.empty()) {
+    y << "switches:\n";
+    for (const auto& s : spec.switches) y << "  - {name: " << quoted(s) << "}\n";
+  }
+  y << "links:" << (spec.links.empty() ? " []" : "") << "\n";
+  for (const auto& l : spec.links) {
+    y << "  - {a: " << quoted(l.a) << ", b: " << quoted(l.b)
+      << ", bandwidth_bytes_per_s: " << num(l.bandwidth_bytes_per_s)
+      << ", latency_s: " << num(l.latency_s);
+    if (!l.name.empty()) y << ", name: " << quoted(l.name);
+    if (!l.source.empty()) y << ", source: " << quoted(l.source);
+    y << "}\n";
+  }
+  if (!spec.routes.empty()) {
+    y << "routes:\n";
+    for (const auto& r : spec.routes) {
+      y << "  - {from: " << quoted(r.from) << ", to: " << quoted(r.to) << ", via: [";
+      for (std::size_t i = 0; i < r.via.size(); ++i) y << (i ? ", " : "") << quoted(r.via[i]);
+      y << "]}\n";
+    }
+  }
+  return y.str();
 }
 
 }  // namespace gopt::hardware

@@ -22,7 +22,8 @@
 
 namespace gopt::experiments::config_yaml {
 
-/// A node for messages: "nothing", "a list", "a mapping" or its text in quotes.
+/// A node for messages: "nothing", "a list", "a mapping" or its text in quotes
+/// (core::yaml_describe, as hardware profiles say it).
 [[nodiscard]] std::string describe(const YAML::Node& node);
 
 /// The key node of `key` in `map` (for messages pointing at a key rather than its value);
@@ -51,7 +52,8 @@ class Reader {
                   const std::map<std::string, std::string>& retired = {});
   bool expect_map(const YAML::Node& node, const std::string& field);
 
-  // Each reads a value in the one grammar of configs (core::parse_integer, parse_number,
+  // Each reads a value in the one grammar of configs and hardware profiles
+  // (core::yaml_integer, yaml_number, yaml_bool over core::parse_integer, parse_number,
   // parse_bool), or reports a problem and returns std::nullopt.
   std::optional<std::string> string(const YAML::Node& node, const std::string& field,
                                     bool allow_empty = false);

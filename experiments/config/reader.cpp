@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/strings.h"
+#include "core/yaml_values.h"
 #include "experiments/config/parser.h"
 
 namespace gopt::experiments::config_yaml {
@@ -17,12 +18,7 @@ bool under(const std::string& field, const std::string& prefix) {
 
 }  // namespace
 
-std::string describe(const YAML::Node& node) {
-  if (!node || node.IsNull()) return "nothing";
-  if (node.IsSequence()) return "a list";
-  if (node.IsMap()) return "a mapping";
-  return "'" + node.Scalar() + "'";
-}
+std::string describe(const YAML::Node& node) { return core::yaml_describe(node); }
 
 YAML::Node key_node(const YAML::Node& map, const std::string& key) {
   for (auto it = map.begin(); it != map.end(); ++it) {
@@ -48,11 +44,7 @@ std::string Reader::where(const YAML::Node& node, const std::string& field) cons
     // A value set by --set, or a mapping --set created on the way to it (no mark).
     if (under(field, path) || (!has_mark && under(path, field))) return "--set " + arg;
   }
-  std::string w = source_;
-  if (node && node.Mark().line >= 0) {
-    w += ":" + std::to_string(node.Mark().line + 1) + ":" + std::to_string(node.Mark().column + 1);
-  }
-  return w;
+  return core::yaml_where(source_, node);
 }
 
 void Reader::check_keys(const YAML::Node& map, const std::string& field,
@@ -90,29 +82,23 @@ std::optional<std::string> Reader::string(const YAML::Node& node, const std::str
 std::optional<std::int64_t> Reader::integer(const YAML::Node& node, const std::string& field,
                                             std::int64_t min_value, const std::string& expected,
                                             std::int64_t max_value) {
-  if (node.IsScalar()) {
-    const auto v = core::parse_integer(node.Scalar());
-    if (v && *v >= min_value && *v <= max_value) return v;
-  }
+  const auto v = core::yaml_integer(node);
+  if (v && *v >= min_value && *v <= max_value) return v;
   problem(node, field, "expected " + expected + ", found " + describe(node));
   return std::nullopt;
 }
 
 std::optional<double> Reader::number(const YAML::Node& node, const std::string& field,
                                      const std::string& expected) {
-  if (node.IsScalar()) {
-    const auto v = core::parse_number(node.Scalar());
-    if (v && *v > 0) return v;
-  }
+  const auto v = core::yaml_number(node);
+  if (v && *v > 0) return v;
   problem(node, field, "expected " + expected + ", found " + describe(node));
   return std::nullopt;
 }
 
-// The one boolean grammar of configs and agent options (core::parse_bool).
+// The one boolean grammar of configs, agent options and hardware profiles (core::parse_bool).
 std::optional<bool> Reader::boolean(const YAML::Node& node, const std::string& field) {
-  if (node.IsScalar()) {
-    if (auto v = core::parse_bool(node.Scalar())) return v;
-  }
+  if (auto v = core::yaml_bool(node)) return v;
   problem(node, field, "expected " + std::string(core::kBoolText) + ", found " + describe(node));
   return std::nullopt;
 }

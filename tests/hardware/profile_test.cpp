@@ -4,7 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <optional>
+
 #include "core/errors.h"
+#include "core/graph_io.h"
+#include "core/strings.h"
 #include "hardware/cluster.h"
 
 namespace gopt::hardware {
@@ -126,19 +131,21 @@ TEST(ProfileTest, UnknownNameListsTheAvailableProfiles) {
 
 TEST(ProfileTest, BadProfilesNameFileFieldAndLine) {
   auto missing = error_of(kData + "missing_bandwidth.yaml");
-  EXPECT_TRUE(contains(missing, "missing_bandwidth.yaml")) << missing;
-  EXPECT_TRUE(contains(missing, "device_types.toy.memory_bandwidth_bytes_per_s")) << missing;
-  EXPECT_TRUE(contains(missing, "(line 7)")) << missing;
-  EXPECT_TRUE(contains(missing, "missing required field")) << missing;
+  EXPECT_TRUE(contains(missing,
+                       "missing_bandwidth.yaml:7:5: device_types.toy.memory_bandwidth_bytes_per_s: "
+                       "missing required key 'memory_bandwidth_bytes_per_s'"))
+      << missing;
 
   auto negative = error_of(kData + "negative_bandwidth.yaml");
-  EXPECT_TRUE(contains(negative, "negative_bandwidth.yaml")) << negative;
-  EXPECT_TRUE(contains(negative, "links[0].bandwidth_bytes_per_s (line 15)")) << negative;
-  EXPECT_TRUE(contains(negative, "expected a positive number, found -5.0e9")) << negative;
+  EXPECT_TRUE(contains(negative,
+                       "negative_bandwidth.yaml:15:47: links[0].bandwidth_bytes_per_s: expected a "
+                       "positive number, found '-5.0e9'"))
+      << negative;
 
   auto route = error_of(kData + "unknown_route_device.yaml");
-  EXPECT_TRUE(contains(route, "routes[0].to (line 20)")) << route;
-  EXPECT_TRUE(contains(route, "unknown device 'gpu7'")) << route;
+  EXPECT_TRUE(
+      contains(route, "unknown_route_device.yaml:20:22: routes[0].to: unknown device 'gpu7'"))
+      << route;
 
   auto disconnected = error_of(kData + "disconnected.yaml");
   EXPECT_TRUE(contains(disconnected, "no path between devices 'gpu0' and 'gpu1'")) << disconnected;
@@ -153,7 +160,7 @@ TEST(ProfileTest, ParseErrorsInText) {
     }
     return std::string();
   };
-  EXPECT_TRUE(contains(fails("format: [unclosed"), "invalid YAML")) << fails("format: [unclosed");
+  EXPECT_TRUE(contains(fails("format: [unclosed"), "not valid YAML")) << fails("format: [unclosed");
   EXPECT_TRUE(contains(fails("format: other\nversion: 1\n"), "expected 'gopt-hardware-profile'"));
   auto bad_kind = fails(
       "format: gopt-hardware-profile\nversion: 1\nname: x\n"
@@ -163,7 +170,7 @@ TEST(ProfileTest, ParseErrorsInText) {
       "    launch_overhead_s: 0\n    efficiency: {compute: {matmull: 0.5}}\n"
       "devices: [{name: g, type: t}]\nlinks: []\n");
   EXPECT_TRUE(contains(bad_kind, "unknown op kind 'matmull'")) << bad_kind;
-  EXPECT_TRUE(contains(bad_kind, "(line 11)")) << bad_kind;
+  EXPECT_TRUE(contains(bad_kind, "inline.yaml:11:")) << bad_kind;
 }
 
 // The cost model charges FLOPs at the profile's compute_dtype: a device without a peak for
@@ -184,6 +191,222 @@ TEST(ProfileTest, EveryDeviceNeedsAPeakForTheComputeDtype) {
     EXPECT_EQ(std::string(e.what()),
               "inline.yaml: devices[0].peak_flops_per_s.float32: the profile's compute_dtype is "
               "float32 but device 'g' has no positive peak for it");
+  }
+}
+
+// A small valid profile whose device type's fields are `fields` (YAML lines, 4-space
+// indented).
+std::string profile_with(const std::string& fields, const std::string& top = "") {
+  return "format: gopt-hardware-profile\nversion: 1\n" + top + "name: x\n" +
+         "provenance: {kind: datasheet, date: d, sources: [s]}\n"
+         "device_types:\n  t:\n    peak_flops_per_s: {float32: 1.0e12}\n"
+         "    memory_bandwidth_bytes_per_s: 1.0e11\n    launch_overhead_s: 0\n" +
+         fields + "devices: [{name: g, type: t}]\nlinks: []\n";
+}
+
+std::string parse_error(const std::string& text) {
+  try {
+    (void)parse_profile_yaml(text, "inline.yaml");
+  } catch (const core::InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Profiles read scalars in the configs' grammar (core::parse_integer, parse_number,
+// parse_bool): "1e3" is a number but not an integer, in a profile as in a config, and
+// YAML's own spellings that the config grammar lacks are refused.
+TEST(ProfileTest, ScalarsReadInTheConfigsGrammar) {
+  const auto exponent = parse_error(profile_with("    memory_capacity_bytes: 1e3\n"));
+  EXPECT_TRUE(contains(exponent,
+                       "inline.yaml:10:28: device_types.t.memory_capacity_bytes: "
+                       "expected a positive integer (bytes), found '1e3'"))
+      << exponent;
+  EXPECT_EQ(parse_profile_yaml(profile_with("    memory_capacity_bytes: 1000\n"), "inline.yaml")
+                .devices[0]
+                .memory_capacity_bytes,
+            1000);
+  const auto yaml_infinity =
+      parse_error(profile_with("    memory_capacity_bytes: 1\n    executor_overhead_s: .inf\n"));
+  EXPECT_FALSE(yaml_infinity.empty());
+  const auto yaml_bool =
+      parse_error(profile_with("    memory_capacity_bytes: 1\n    copy_engine: True-ish\n"));
+  EXPECT_TRUE(contains(yaml_bool, "copy_engine")) << yaml_bool;
+  EXPECT_TRUE(contains(yaml_bool, "true or false (also yes/no, on/off, 1/0)")) << yaml_bool;
+  const auto spec = parse_profile_yaml(
+      profile_with("    memory_capacity_bytes: 1\n    copy_engine: no\n"), "inline.yaml");
+  EXPECT_FALSE(spec.devices[0].has_copy_engine);
+}
+
+// The writer records the format's name, version and minor version from profile.h's
+// constants, and its text reads back to the same spec and the same text.
+TEST(ProfileTest, TheWriterRecordsTheFormatAndReadsBack) {
+  const auto spec = parse_profile_yaml(profile_with("    memory_capacity_bytes: 1024\n"), "x.yaml");
+  const std::string yaml = profile_yaml(spec);
+  const std::string header = "format: " + std::string(kProfileFormatName) +
+                             "\nversion: " + std::to_string(kProfileFormatVersion) +
+                             "\nminor_version: " + std::to_string(kProfileFormatMinorVersion) +
+                             "\n";
+  EXPECT_TRUE(contains(yaml, header)) << yaml.substr(0, 200);
+  EXPECT_EQ(profile_yaml(parse_profile_yaml(yaml, "written.yaml")), yaml);
+}
+
+// A file without a minor version is 1.0 and reads; a newer minor than this build knows is
+// refused by name.
+TEST(ProfileTest, MinorVersionsAreReadUpToThisBuildsAndNamedAboveIt) {
+  EXPECT_EQ(parse_error(profile_with("    memory_capacity_bytes: 1\n")), "");
+  EXPECT_EQ(parse_error(profile_with("    memory_capacity_bytes: 1\n", "minor_version: 1\n")), "");
+  const auto newer = parse_error(
+      profile_with("    memory_capacity_bytes: 1\n",
+                   "minor_version: " + std::to_string(kProfileFormatMinorVersion + 1) + "\n"));
+  EXPECT_TRUE(contains(newer, "inline.yaml:3:16: minor_version: ")) << newer;
+  EXPECT_TRUE(contains(newer, "is not one this build reads")) << newer;
+}
+
+// One rule for a value in a config and in a profile: each field accepts exactly the texts
+// the config grammar (core::parse_integer, parse_number, parse_bool; docs/config.md
+// "Values") accepts, with the same value, whatever YAML itself would make of them.
+TEST(ProfileTest, ValuesMeanWhatTheyMeanInAConfig) {
+  const auto device_field = [](const std::string& key, const std::string& text) {
+    const std::string capacity =
+        key == "memory_capacity_bytes" ? "" : "    memory_capacity_bytes: 1\n";
+    return profile_with(capacity + "    " + key + ": " + text + "\n");
+  };
+  const auto read = [](const std::string& text) -> std::optional<DeviceSpec> {
+    try {
+      return parse_profile_yaml(text, "inline.yaml").devices[0];
+    } catch (const core::InputError&) {
+      return std::nullopt;
+    }
+  };
+  // The text a scalar holds: YAML's quotes are not part of it.
+  const auto scalar_of = [](const std::string& yaml) {
+    return yaml.size() > 1 && yaml.front() == '"' ? yaml.substr(1, yaml.size() - 2) : yaml;
+  };
+  // memory_capacity_bytes: an integer > 0, as a config's integer fields read it.
+  for (const char* text : {"1000", "+1000", "007", "1e3", "1.0", "1000.", "0x10", "1_000", "0",
+                           "-5", "\" 1000\"", "\"1000\"", "99999999999999999999"}) {
+    SCOPED_TRACE(text);
+    const auto expected = core::parse_integer(scalar_of(text));
+    const auto spec = read(device_field("memory_capacity_bytes", text));
+    ASSERT_EQ(spec.has_value(), expected.has_value() && *expected > 0);
+    if (spec) {
+      EXPECT_EQ(spec->memory_capacity_bytes, *expected);
+    }
+  }
+  // executor_overhead_s: a number >= 0.
+  for (const char* text : {"5e-6", "5.0e-6", ".5", "5.", "+2", "1e3", "0", ".inf", "inf", ".nan",
+                           "0x10", "1e999", "1_0", "-1"}) {
+    SCOPED_TRACE(text);
+    const auto expected = core::parse_number(text);
+    const auto spec = read(device_field("executor_overhead_s", text));
+    ASSERT_EQ(spec.has_value(), expected.has_value() && *expected >= 0);
+    if (spec) {
+      EXPECT_EQ(spec->executor_overhead_s, *expected);
+    }
+  }
+  // copy_engine: a boolean; YAML's y/n are not booleans in a config, 1/0 are.
+  for (const char* text : {"true", "True", "TRUE", "yes", "on", "1", "false", "No", "OFF", "0", "y",
+                           "n", "Y", "tRue", "2", "maybe"}) {
+    SCOPED_TRACE(text);
+    const auto expected = core::parse_bool(text);
+    const auto spec = read(device_field("copy_engine", text));
+    ASSERT_EQ(spec.has_value(), expected.has_value());
+    if (spec) {
+      EXPECT_EQ(spec->has_copy_engine, *expected);
+    }
+  }
+}
+
+// A value the config grammar rejects is an InputError in the configs' style: where
+// (file:line:column), the field path, what was expected and the text found.
+TEST(ProfileTest, RejectedValuesNameFileLineColumnAndField) {
+  const std::string text = profile_with("    memory_capacity_bytes: 1\n    compute_streams: 1e3\n");
+  try {
+    (void)parse_profile_yaml(text, "inline.yaml");
+    ADD_FAILURE() << "compute_streams: 1e3 was read as an integer";
+  } catch (const core::InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "inline.yaml:11:22: device_types.t.compute_streams: expected an integer in [1, 64], "
+              "found '1e3'");
+    EXPECT_EQ(e.source(), "inline.yaml:11:22");
+    EXPECT_EQ(e.location(), "device_types.t.compute_streams");
+  }
+  const auto boolean =
+      parse_error(profile_with("    memory_capacity_bytes: 1\n    copy_engine: y\n"));
+  EXPECT_EQ(boolean,
+            "inline.yaml:11:18: device_types.t.copy_engine: expected true or false (also yes/no, "
+            "on/off, 1/0), found 'y'");
+  const auto version = parse_error(
+      "format: gopt-hardware-profile\nversion: 1.0\nname: x\n"
+      "provenance: {kind: datasheet, date: d, sources: [s]}\n");
+  EXPECT_EQ(version, "inline.yaml:2:10: version: expected an integer, found '1.0'");
+  const auto typo =
+      parse_error(profile_with("    memory_capacity_bytes: 1\n    compute_stream: 2\n"));
+  EXPECT_TRUE(contains(typo,
+                       "inline.yaml:11:5: device_types.t.compute_stream: unknown key "
+                       "'compute_stream' (did you mean 'compute_streams'?)"))
+      << typo;
+}
+
+// Every field the parser fills except a link's type name: the writer puts each link
+// type's numbers on its links.
+void expect_same_spec(const ClusterSpec& a, const ClusterSpec& b) {
+  EXPECT_EQ(a.name, b.name);
+  EXPECT_EQ(a.description, b.description);
+  EXPECT_EQ(a.provenance.kind, b.provenance.kind);
+  EXPECT_EQ(a.provenance.date, b.provenance.date);
+  EXPECT_EQ(a.provenance.machine, b.provenance.machine);
+  EXPECT_EQ(a.provenance.sources, b.provenance.sources);
+  EXPECT_EQ(a.provenance.notes, b.provenance.notes);
+  EXPECT_EQ(a.compute_dtype, b.compute_dtype);
+  ASSERT_EQ(a.devices.size(), b.devices.size());
+  for (std::size_t i = 0; i < a.devices.size(); ++i) {
+    EXPECT_EQ(a.devices[i].name, b.devices[i].name);
+    EXPECT_EQ(a.devices[i].type, b.devices[i].type);
+    EXPECT_EQ(a.devices[i].source, b.devices[i].source);
+    EXPECT_TRUE(a.devices[i].same_numbers(b.devices[i])) << a.devices[i].name;
+  }
+  EXPECT_EQ(a.switches, b.switches);
+  ASSERT_EQ(a.links.size(), b.links.size());
+  for (std::size_t i = 0; i < a.links.size(); ++i) {
+    EXPECT_EQ(a.links[i].name, b.links[i].name);
+    EXPECT_EQ(a.links[i].a, b.links[i].a);
+    EXPECT_EQ(a.links[i].b, b.links[i].b);
+    EXPECT_EQ(a.links[i].bandwidth_bytes_per_s, b.links[i].bandwidth_bytes_per_s);
+    EXPECT_EQ(a.links[i].latency_s, b.links[i].latency_s);
+    EXPECT_EQ(a.links[i].source, b.links[i].source);
+  }
+  ASSERT_EQ(a.routes.size(), b.routes.size());
+  for (std::size_t i = 0; i < a.routes.size(); ++i) {
+    EXPECT_EQ(a.routes[i].from, b.routes[i].from);
+    EXPECT_EQ(a.routes[i].to, b.routes[i].to);
+    EXPECT_EQ(a.routes[i].via, b.routes[i].via);
+  }
+}
+
+// Every shipped profile (measured ones too) and the valid test profile with explicit routes
+// parse in the config grammar, and what the writer makes of them parses back to the same
+// spec and the same text.
+TEST(ProfileTest, EveryProfileWrittenReadsBackToTheSameSpec) {
+  std::vector<std::filesystem::path> files;
+  for (const auto& dir : {default_profile_dir(), default_profile_dir() / "measured"}) {
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+      if (entry.path().extension() == ".yaml") files.push_back(entry.path());
+    }
+  }
+  files.push_back(kData + "two_gpus_explicit_route.yaml");
+  EXPECT_GE(files.size(), 7u);
+  for (const auto& file : files) {
+    SCOPED_TRACE(file.string());
+    ClusterSpec spec;
+    ASSERT_NO_THROW(spec = parse_profile_yaml(core::read_text_file(file), file.string()));
+    const std::string yaml = profile_yaml(spec);
+    ClusterSpec back;
+    ASSERT_NO_THROW(back = parse_profile_yaml(yaml, "written.yaml")) << yaml;
+    expect_same_spec(spec, back);
+    EXPECT_EQ(profile_yaml(back), yaml);
+    EXPECT_NO_THROW((void)Cluster::build(back, "written.yaml"));
   }
 }
 
