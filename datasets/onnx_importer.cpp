@@ -766,9 +766,9 @@ class Importer {
     if (parts.size() == 1) return parts.front();
     Value sum = parts.front();
     GradientSum op = gradient_sum(owner, sum.shape, parts.size());
-    sum.producer = add_backward_node(std::move(op.name), std::string(op.op_type),
-                                     core::OpKind::kElementwise, {sum.shape}, op.flops,
-                                     Phase::kBackward);
+    sum.producer =
+        add_backward_node(std::move(op.name), std::string(op.op_type), core::OpKind::kElementwise,
+                          {sum.shape}, op.flops, Phase::kBackward);
     sum.output = 0;
     for (const auto& p : parts) {
       graph_.add_edge(p.producer, sum.producer, core::EdgeAttrs{p.bytes(), false});

@@ -9,9 +9,9 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <map>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
