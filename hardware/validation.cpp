@@ -1,11 +1,19 @@
 #include "hardware/validation.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
 #include "core/errors.h"
 
 namespace gopt::hardware {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  if (n == 0) return 0;
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
 
 double ValidationCase::pct_error() const { return 100.0 * (simulated_s - measured_s) / measured_s; }
 

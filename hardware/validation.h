@@ -41,6 +41,9 @@ struct ValidationSummary {
   int graphs = 0;
 };
 
+/// The median of `v` (the mean of the middle two for an even count; 0 when empty).
+[[nodiscard]] double median(std::vector<double> v);
+
 /// Kendall's tau-b of two equally long samples (ties in either count as neither concordant
 /// nor discordant, with the tau-b normalisation). 0 when fewer than two pairs are untied.
 [[nodiscard]] double kendall_tau_b(const std::vector<double>& a, const std::vector<double>& b);

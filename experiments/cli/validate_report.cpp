@@ -68,13 +68,6 @@ RunResult result_of(const Validation& v, const Case& c, std::int64_t order,
 
 }  // namespace
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  std::size_t n = v.size();
-  if (n == 0) return 0;
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 void write_results(const Validation& v, const std::vector<GraphSpec>& specs,
                    const std::vector<Case>& cases) {
   const ValidateArgs& args = v.args;

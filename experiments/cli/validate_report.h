@@ -48,8 +48,7 @@ struct GraphSpec {
   datasets::LoadOptions load;
 };
 
-/// The median of `v` (0 when empty).
-[[nodiscard]] double median(std::vector<double> v);
+using hardware::median;
 
 /// One graph under one decision: its simulated and measured step times.
 struct Case {
