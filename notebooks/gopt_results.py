@@ -10,6 +10,9 @@ to follow. Needs Debian's python3-h5py, python3-pandas and python3-numpy.
     curves = gr.learning_curves("results/quickstart.h5")  # one row per learner update
     running = gr.running_jobs("results/quickstart.h5")    # jobs still training, one row each
     table = gr.placement_table(df)                        # `gopt table`'s placement table
+    meas = gr.measurements_frame("results/quickstart.h5") # one row per `gopt measure` result
+    gr.measured_table(df, meas)                           # `gopt table --table measured`
+    gr.measured_winners_table(df, meas)                   # ... and its winners table
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ import numpy as np
 import pandas as pd
 
 FORMAT_NAME = "gopt-results"
-# The schema versions this module reads: 1, and 2 (provenance per result, the run history).
+# The schema versions this module reads: 1, and 2 (provenance per result, the run history;
+# minor version 2 adds /measured).
 OLDEST_FORMAT_VERSION = 1
 FORMAT_VERSION = 2
 
@@ -46,6 +50,15 @@ PROVENANCE_ATTRS = ["git_revision", "gopt_version", "host", "cpu_numerics", "lib
 # limit reads as the int64 maximum (samples) or inf (seconds).
 BUDGET_ATTRS = ["budget_steps", "budget_samples", "budget_seconds"]
 CURVE_FIELDS = ["step", "samples", "best_step_time_s", "mean_step_time_s", "wall_s"]
+# The attributes of a /measured/<workload>:<agent>:<seed> group (format 2.2, written by
+# `gopt measure`: the result's decision executed on this machine's backend), after its key
+# (workload, agent, seed) and without digest and complete. The group has no datasets.
+MEASUREMENT_ATTRS = [
+    "simulated_step_time_s", "measured_step_time_s", "measured_spread", "repeats", "rounds",
+    "warmup_steps", "cpu_share", "fusion_dropped", "measured_backend", "profile",
+    "measured_at", "gopt_version", "git_revision", "host", "cpu_numerics", "libraries",
+    "command", "config_hash", "format_minor_version",
+]
 
 
 class ResultsFileError(Exception):
@@ -233,6 +246,29 @@ def running_jobs(path):
                 "updated": _text(g.attrs["updated"]), "host": _text(g.attrs["host"]),
                 "pid": int(g.attrs["pid"]),
             })
+    return pd.DataFrame(rows, columns=columns)
+
+
+def measurements_frame(path):
+    """One row per complete `/measured` group (`gopt measure`: a result's decision executed
+    on a real backend): workload, agent, seed, the executed decision's simulated and measured
+    step times (s; measured: the median of the timed steps), the spread ((max - min) / median
+    of the timed steps), repeats, rounds, warmup_steps, cpu_share (of the busiest worker),
+    fusion_dropped (bool: the decision's fusion was not executed, so both times are of the
+    unfused decision), the backend, profile, measured_at, the measuring process's provenance
+    and format_minor_version. Empty (same columns) when nothing was measured."""
+    columns = ["workload", "agent", "seed"] + MEASUREMENT_ATTRS
+    rows = []
+    with open_results(path) as f:
+        if "measured" in f:
+            for name, g in f["measured"].items():
+                if not _complete(g):
+                    continue
+                row = {k: _value(g.attrs[k]) if k in g.attrs else None
+                       for k in ["workload", "agent", "seed"] + MEASUREMENT_ATTRS}
+                row["seed"] = int(row["seed"])
+                row["fusion_dropped"] = bool(row["fusion_dropped"])
+                rows.append(row)
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -465,3 +501,126 @@ def convergence_table(df, curves):
             row[f"samples to {label}: seeds"] = f"{len(reached)} of {len(goals)}"
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _kendall_tau_b(a, b):
+    """Kendall's tau-b of two equal-length sequences, as `gopt table` (hardware/validation.cpp):
+    0 where it is undefined (every value of one sequence tied)."""
+    try:
+        from scipy.stats import kendalltau
+    except ImportError:
+        kendalltau = None
+    if kendalltau is not None:
+        tau = kendalltau(a, b).correlation
+        return 0.0 if np.isnan(tau) else float(tau)
+    concordant = discordant = ties_a = ties_b = 0
+    for i in range(len(a)):
+        for j in range(i + 1, len(a)):
+            da, db = a[i] - a[j], b[i] - b[j]
+            if da == 0 and db == 0:
+                continue
+            if da == 0:
+                ties_a += 1
+            elif db == 0:
+                ties_b += 1
+            elif (da > 0) == (db > 0):
+                concordant += 1
+            else:
+                discordant += 1
+    denom = np.sqrt((concordant + discordant + ties_a) * (concordant + discordant + ties_b))
+    return (concordant - discordant) / denom if denom > 0 else 0.0
+
+
+def _measured_cells(df, meas):
+    """Per (workload, agent) with a measured result, by workload then agent, each in df's
+    order (as `gopt table`'s grid): seeds, oom_simulated (seeds the
+    simulator said ran out of memory), the mean simulated and measured step times (s) and
+    the largest spread. Measurements without a complete result in df are left out."""
+    columns = ["workload", "agent", "seeds", "oom_simulated", "simulated_s", "measured_s",
+               "spread_max"]
+    if meas.empty or df.empty:
+        return pd.DataFrame(columns=columns)
+    keys = ["workload", "agent", "seed"]
+    joined = df[keys + ["oom"]].merge(meas[keys + ["simulated_step_time_s",
+                                                   "measured_step_time_s", "measured_spread"]],
+                                      on=keys, how="inner")
+    if joined.empty:
+        return pd.DataFrame(columns=columns)
+    cells = (joined.groupby(["workload", "agent"], sort=False)
+             .agg(seeds=("seed", "size"), oom_simulated=("oom", "sum"),
+                  simulated_s=("simulated_step_time_s", "mean"),
+                  measured_s=("measured_step_time_s", "mean"),
+                  spread_max=("measured_spread", "max"))
+             .reset_index())
+    workloads = {w: i for i, w in enumerate(dict.fromkeys(df["workload"]))}
+    agents = {a: i for i, a in enumerate(dict.fromkeys(df["agent"]))}
+    cells["_w"], cells["_a"] = cells["workload"].map(workloads), cells["agent"].map(agents)
+    cells = cells.sort_values(["_w", "_a"]).drop(columns=["_w", "_a"]).reset_index(drop=True)
+    cells["oom_simulated"] = cells["oom_simulated"].astype(int)
+    return cells[columns]
+
+
+def measured_table(df, meas):
+    """`gopt table FILE --table measured` (experiments/tables/measured.cpp) as a DataFrame:
+    per workload and agent with measured results (results_frame's df, measurements_frame's
+    meas), by workload then agent, each in df's order: the seeds measured, those of them the
+    simulator said ran out of memory (oom_simulated), the means over those seeds of the
+    simulated and measured step times (simulated_ms, measured_ms), the simulator's error on
+    those means, 100 * (simulated - measured) / measured (error_pct), and 100 * the largest
+    measured spread over the seeds (spread_pct). Empty when nothing was measured."""
+    cells = _measured_cells(df, meas)
+    return pd.DataFrame({
+        "workload": cells["workload"], "agent": cells["agent"], "seeds": cells["seeds"],
+        "oom_simulated": cells["oom_simulated"],
+        "simulated_ms": cells["simulated_s"] * 1e3, "measured_ms": cells["measured_s"] * 1e3,
+        "error_pct": 100.0 * (cells["simulated_s"] - cells["measured_s"]) / cells["measured_s"],
+        "spread_pct": 100.0 * cells["spread_max"],
+    }, columns=["workload", "agent", "seeds", "oom_simulated", "simulated_ms", "measured_ms",
+                "error_pct", "spread_pct"])
+
+
+def measured_winners_table(df, meas):
+    """`gopt table FILE --table measured`'s winners table (experiments/tables/measured.cpp)
+    as a DataFrame, one row per workload with measured results, in df's order: the fastest
+    agent by its mean over the measured seeds in each world (simulated_winner,
+    measured_winner; the first in config order on a tie); same: "yes", "within spread" when
+    the simulated winner's measured time exceeds the measured winner's by at most the larger
+    of their measured spreads (as a fraction of the measured winner's time), else "no";
+    kendall_tau: tau-b between the agents' measured and simulated means (NaN with fewer than
+    two agents, 0 where undefined, as `gopt table`). With GO agents (agent_type go_*) and
+    other agents: the fastest GO agent's step-time reduction (percent) over the fastest other
+    agent, each chosen in its own world (go_vs_best_baseline_simulated_pct and _measured_pct,
+    the agents compared in best_go_simulated, best_baseline_simulated, best_go_measured,
+    best_baseline_measured; NaN where a workload lacks either kind). No average row."""
+    cells = _measured_cells(df, meas)
+    subjects = [a for a, t in _types(df).items() if t.startswith("go_")]
+    others = [a for a in dict.fromkeys(df["agent"]) if a not in subjects]
+    with_go = bool(subjects) and bool(others)
+    columns = ["workload", "simulated_winner", "measured_winner", "same", "kendall_tau"]
+    if with_go:
+        columns += ["go_vs_best_baseline_simulated_pct", "go_vs_best_baseline_measured_pct",
+                    "best_go_simulated", "best_baseline_simulated", "best_go_measured",
+                    "best_baseline_measured"]
+    rows = []
+    for workload, c in cells.groupby("workload", sort=False):
+        c = c.set_index("agent")
+        sim, real = c["simulated_s"].idxmin(), c["measured_s"].idxmin()
+        same = "yes"
+        if sim != real:
+            gap = (c.at[sim, "measured_s"] - c.at[real, "measured_s"]) / c.at[real, "measured_s"]
+            spread = max(c.at[sim, "spread_max"], c.at[real, "spread_max"])
+            same = "within spread" if gap <= spread else "no"
+        tau = (_kendall_tau_b(list(c["measured_s"]), list(c["simulated_s"])) if len(c) >= 2
+               else float("nan"))
+        row = {"workload": workload, "simulated_winner": sim, "measured_winner": real,
+               "same": same, "kendall_tau": tau}
+        if with_go:
+            go, base = c[c.index.isin(subjects)], c[c.index.isin(others)]
+            if len(go) and len(base):
+                for world, column in (("simulated", "simulated_s"), ("measured", "measured_s")):
+                    g, b = go[column].idxmin(), base[column].idxmin()
+                    row[f"best_go_{world}"], row[f"best_baseline_{world}"] = g, b
+                    row[f"go_vs_best_baseline_{world}_pct"] = (
+                        100.0 * (base.at[b, column] - go.at[g, column]) / base.at[b, column])
+        rows.append(row)
+    return pd.DataFrame(rows, columns=columns)

@@ -141,6 +141,7 @@ std::unique_ptr<CLI::App> build_cli(CliContext& context) {
   add_compare_command(*app, context);
   add_calibrate_command(*app, context);
   add_validate_command(*app, context);
+  add_measure_command(*app, context);
   return app;
 }
 

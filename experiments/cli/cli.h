@@ -84,4 +84,7 @@ void add_calibrate_command(CLI::App& app, CliContext& context);
 /// Registers `gopt validate` (validate_command.cpp).
 void add_validate_command(CLI::App& app, CliContext& context);
 
+/// Registers `gopt measure` (measure_command.cpp).
+void add_measure_command(CLI::App& app, CliContext& context);
+
 }  // namespace gopt::experiments

@@ -27,6 +27,7 @@
 #include "core/units.h"
 #include "core/worker_pool.h"
 #include "experiments/cli/cli.h"
+#include "experiments/cli/stop_signal.h"
 #include "experiments/config/config.h"
 #include "experiments/results/hdf5_sink.h"
 #include "experiments/results/provenance.h"
@@ -40,42 +41,6 @@
 
 namespace gopt::experiments {
 namespace {
-
-/// Exit status of a run stopped by Ctrl-C (128 + SIGINT, as shells report it).
-constexpr int kExitInterrupted = 130;
-
-// The one global of gopt: set by the SIGINT/SIGTERM handler, read by the runner between
-// jobs and between training updates. A signal handler can reach nothing else; a lock-free
-// atomic is async-signal-safe.
-std::atomic<bool> g_stop_requested{false};
-static_assert(std::atomic<bool>::is_always_lock_free, "signal handlers need a lock-free flag");
-
-extern "C" void request_stop(int /*signal*/) { g_stop_requested.store(true); }
-
-// Installs the handler for the lifetime of a run; the first signal stops cleanly, the
-// second (SA_RESETHAND restores the default action) kills at once.
-class StopOnSignal {
- public:
-  StopOnSignal() {
-    g_stop_requested.store(false);
-    struct sigaction action {};
-    action.sa_handler = request_stop;
-    sigemptyset(&action.sa_mask);
-    action.sa_flags = SA_RESETHAND;
-    sigaction(SIGINT, &action, &old_int_);
-    sigaction(SIGTERM, &action, &old_term_);
-  }
-  ~StopOnSignal() {
-    sigaction(SIGINT, &old_int_, nullptr);
-    sigaction(SIGTERM, &old_term_, nullptr);
-  }
-  StopOnSignal(const StopOnSignal&) = delete;
-  StopOnSignal& operator=(const StopOnSignal&) = delete;
-
- private:
-  struct sigaction old_int_ {};
-  struct sigaction old_term_ {};
-};
 
 struct RunArgs {
   std::string config;
@@ -218,7 +183,7 @@ int run_remote_rank(const RunArgs& args, const ExperimentConfig& config,
     RunnerOptions options;
     options.with_jobs(args.jobs)
         .with_simulate_threads(simulate_threads_of(args))
-        .with_stop(&g_stop_requested)
+        .with_stop(&stop_requested())
         .with_done(start.done)
         .with_metadata(metadata)
         .with_team(&team)
@@ -346,7 +311,7 @@ int run_writer(const RunArgs& args, ExperimentConfig& config, const std::string&
       .with_progress(&ctx.err)
       .with_live_bar(live)
       .with_heartbeat_s(args.heartbeat_s)
-      .with_stop(&g_stop_requested)
+      .with_stop(&stop_requested())
       .with_done(done)
       .with_metadata(metadata)
       .with_snapshot_dir(snapshots)

@@ -41,6 +41,8 @@ int print_tables(const TableArgs& args, CliContext& ctx) {
   auto tables = build_tables(file);
   if (rescheduled) {
     remove_tables(tables, kRecordedOnlyTables);
+    // Measurements are of the recorded decisions, not of the re-scheduled ones.
+    remove_tables(tables, {"measured", "measured_winners"});
   }
   if (!args.table.empty()) {
     std::vector<Table> chosen;
@@ -81,8 +83,8 @@ void add_table_command(CLI::App& app, CliContext& context) {
   auto args = std::make_shared<TableArgs>();
   auto* cmd = app.add_subcommand(
       "table",
-      "Print the paper's tables (placement, generalization, multi-task, validation) from a\n"
-      "results file written by `gopt run`");
+      "Print the paper's tables (placement, generalization, multi-task, validation, and\n"
+      "measured beside simulated after `gopt measure`) from a results file");
   cmd->add_option("results", args->file, "Results file (HDF5)")->required();
   cmd->add_option("--format", args->format, "markdown or csv")
       ->check(CLI::IsMember({"markdown", "csv"}))
@@ -92,7 +94,8 @@ void add_table_command(CLI::App& app, CliContext& context) {
                 "and use it where it is tighter than the stored one (a note says so)");
   add_schedule_option(*cmd, args->schedule);
   cmd->add_option("--table", args->table,
-                  "Print one table: placement, generalization, multitask or validation");
+                  "Print one table by id: placement, generalization, multitask, validation,\n"
+                  "measured, measured_winners, convergence, running, *_bounds");
   cmd->callback([&context, args] {
     context.action = [&context, args] { return print_tables(*args, context); };
   });

@@ -127,6 +127,24 @@ std::uint64_t running_digest(const RunningJob& j) {
   return d.value();
 }
 
+std::uint64_t measurement_digest(const Measurement& m) {
+  Digest d;
+  d.str(m.key.workload);
+  d.str(m.key.agent);
+  d.u64(m.key.seed);
+  d.f64(m.simulated_step_time_s);
+  d.f64(m.measured_step_time_s);
+  d.f64(m.measured_spread);
+  d.i64(m.repeats);
+  d.i64(m.rounds);
+  d.i64(m.warmup_steps);
+  d.f64(m.cpu_share);
+  d.i64(m.fusion_dropped);
+  for (const auto* v : {&m.measured_backend, &m.profile, &m.measured_at}) d.str(*v);
+  for (const auto& [key, field] : provenance_fields(m.provenance)) d.str(*field);
+  return d.value();
+}
+
 std::string history_json(const std::vector<RunRecord>& history) {
   nlohmann::json list = nlohmann::json::array();
   for (const auto& run : history) {

@@ -19,6 +19,8 @@ namespace gopt::experiments::h5 {
 [[nodiscard]] std::uint64_t result_digest(const RunResult& r);
 /// The digest of a running job (its attribute `digest`).
 [[nodiscard]] std::uint64_t running_digest(const RunningJob& j);
+/// The digest of a measurement (its attribute `digest`).
+[[nodiscard]] std::uint64_t measurement_digest(const Measurement& m);
 /// The digest of the file's run metadata (the root attribute `metadata_digest`).
 [[nodiscard]] std::uint64_t metadata_digest(const RunMetadata& m);
 

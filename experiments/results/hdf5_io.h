@@ -15,6 +15,9 @@ namespace gopt::experiments::h5 {
 
 /// The running jobs' group under the root: /running, created when first needed.
 inline constexpr const char* kRunningGroup = "running";
+/// Results' decisions measured on a real backend (`gopt measure`): /measured, created when
+/// the first is written (format 2.2).
+inline constexpr const char* kMeasuredGroup = "measured";
 
 /// Owns one HDF5 identifier and closes it with the matching H5*close.
 class Handle {

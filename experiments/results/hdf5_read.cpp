@@ -283,6 +283,50 @@ void read_running_jobs(const std::string& file, hid_t f, ResultsFile& out) {
   }
 }
 
+// A measurement's group under /measured (written by write_measured_group).
+Measurement read_measurement(const std::string& file, hid_t group, const std::string& name) {
+  AttrReader a(file, group, name);
+  Measurement m;
+  m.key.workload = a.string("workload");
+  m.key.agent = a.string("agent");
+  m.key.seed = a.uint64("seed");
+  m.simulated_step_time_s = a.number("simulated_step_time_s");
+  m.measured_step_time_s = a.number("measured_step_time_s");
+  m.measured_spread = a.number("measured_spread");
+  m.repeats = a.int64("repeats");
+  m.rounds = a.int64("rounds");
+  m.warmup_steps = a.int64("warmup_steps");
+  m.cpu_share = a.number("cpu_share");
+  m.fusion_dropped = a.int64("fusion_dropped") != 0;
+  m.measured_backend = a.string("measured_backend");
+  m.profile = a.string("profile");
+  m.measured_at = a.string("measured_at");
+  for (const auto& [key, field] : provenance_fields(m.provenance)) *field = a.string(key);
+  m.format_minor_version = a.int64("format_minor_version");
+  if (a.uint64("digest") != measurement_digest(m)) {
+    fail(file, name, "the measurement's contents do not match its digest (the file is damaged)");
+  }
+  return m;
+}
+
+// The complete measurements under /measured (format 2.2), into `out`.
+void read_measurements(const std::string& file, hid_t f, ResultsFile& out) {
+  if (!has_link(file, f, kMeasuredGroup)) return;
+  Handle measured = check(H5Gopen2(f, kMeasuredGroup, H5P_DEFAULT), H5Gclose, file, "/measured",
+                          "cannot open the group (truncated file?)");
+  for (const auto& name : member_names(file, measured.get(), "/measured")) {
+    std::string object = "/measured/" + name;
+    Handle g = check(H5Gopen2(measured.get(), name.c_str(), H5P_DEFAULT), H5Gclose, file, object,
+                     "cannot open the measurement's group (truncated file?)");
+    AttrReader a(file, g.get(), object);
+    if (a.has("complete") && a.int64("complete") == 1) {
+      out.measurements.push_back(read_measurement(file, g.get(), object));
+    }
+  }
+  std::sort(out.measurements.begin(), out.measurements.end(),
+            [](const Measurement& a, const Measurement& b) { return a.key < b.key; });
+}
+
 // --- metadata ------------------------------------------------------------------------------
 
 // The root attribute `history` (format version 2), written by history_json.
@@ -344,11 +388,19 @@ ResultsFile read_results_file(const std::filesystem::path& path) {
   }
   h5::read_results(file, f.get(), out);
   h5::read_running_jobs(file, f.get(), out);
+  h5::read_measurements(file, f.get(), out);
   std::stable_sort(out.results.begin(), out.results.end(),
                    [](const RunResult& a, const RunResult& b) {
                      return a.order != b.order ? a.order < b.order : a.key < b.key;
                    });
   return out;
+}
+
+const Measurement* ResultsFile::measurement(const ResultKey& key) const {
+  const auto it =
+      std::lower_bound(measurements.begin(), measurements.end(), key,
+                       [](const Measurement& m, const ResultKey& k) { return m.key < k; });
+  return it != measurements.end() && it->key == key ? &*it : nullptr;
 }
 
 }  // namespace gopt::experiments

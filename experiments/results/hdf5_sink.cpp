@@ -100,9 +100,9 @@ struct Hdf5Sink::Impl {
     if (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
       ::close(lock_fd);
       lock_fd = -1;
-      fail(
-          file, "",
-          "another `gopt run` is writing this results file (" + lock_path.string() + " is locked)");
+      fail(file, "",
+           "another gopt (`gopt run` or `gopt measure`) is writing this results file (" +
+               lock_path.string() + " is locked)");
     }
   }
   // Copies a killed writer left behind (`<file>.tmp-<pid>`); only the lock holder writes.
@@ -306,6 +306,14 @@ void Hdf5Sink::update_running(const RunningJob& job) {
   if (job.rows.empty()) fail(file, "/running", "a running job without results to write");
   h5::silence_hdf5();
   impl_->update([&](hid_t f) { h5::write_running_group(file, f, job); });
+}
+
+void Hdf5Sink::write_measurement(const Measurement& m) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  const std::string& file = impl_->file;
+  if (!impl_->open) fail(file, "", "the results file is closed");
+  h5::silence_hdf5();
+  impl_->update([&](hid_t f) { h5::write_measured_group(file, f, m); });
 }
 
 void Hdf5Sink::close() {

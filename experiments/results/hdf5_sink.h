@@ -59,6 +59,9 @@ class Hdf5Sink final : public ResultSink {
   void write(const RunResult& result) override;
   /// Writes a job's learning curve so far under /running (replacing its previous one).
   void update_running(const RunningJob& job) override;
+  /// Writes one result's measurement under /measured (replacing one with the same key),
+  /// flushes. Needs no begin(): measuring adds to a file without starting a run in it.
+  void write_measurement(const Measurement& measurement);
   /// Closes the file; later writes are errors. Called by the destructor too.
   void close();
 

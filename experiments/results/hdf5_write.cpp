@@ -179,6 +179,37 @@ void write_running_group(const std::string& file, hid_t root, const RunningJob& 
   w.attr("complete", static_cast<std::int64_t>(1));
 }
 
+void write_measured_group(const std::string& file, hid_t root, const Measurement& m) {
+  if (!has_link(file, root, kMeasuredGroup)) {
+    check(H5Gcreate2(root, kMeasuredGroup, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose, file,
+          "/measured", "cannot create the group");
+  }
+  Handle measured = check(H5Gopen2(root, kMeasuredGroup, H5P_DEFAULT), H5Gclose, file, "/measured",
+                          "cannot open the group");
+  const std::string name = result_group_name(m.key);
+  const std::string object = "/measured/" + name;
+  Handle g = replace_group(file, measured.get(), name, object);
+  Writer w(file, g.get(), object);
+  w.attr("workload", m.key.workload);
+  w.attr("agent", m.key.agent);
+  w.attr("seed", m.key.seed);
+  w.attr("simulated_step_time_s", m.simulated_step_time_s);
+  w.attr("measured_step_time_s", m.measured_step_time_s);
+  w.attr("measured_spread", m.measured_spread);
+  w.attr("repeats", m.repeats);
+  w.attr("rounds", m.rounds);
+  w.attr("warmup_steps", m.warmup_steps);
+  w.attr("cpu_share", m.cpu_share);
+  w.attr("fusion_dropped", m.fusion_dropped);
+  w.attr("measured_backend", m.measured_backend);
+  w.attr("profile", m.profile);
+  w.attr("measured_at", m.measured_at);
+  for (const auto& [key, field] : provenance_fields(m.provenance)) w.attr(key, *field);
+  w.attr("format_minor_version", kResultsFormatMinorVersion);
+  w.attr("digest", measurement_digest(m));
+  w.attr("complete", static_cast<std::int64_t>(1));
+}
+
 // Removes the running jobs that will write `key` (their result is in the file now).
 void remove_running(const std::string& file, hid_t root, const ResultKey& key) {
   if (!has_link(file, root, kRunningGroup)) return;

@@ -19,6 +19,9 @@ void write_result_group(const std::string& file, hid_t results, const RunResult&
 /// Writes a running job's group under /running of `root` (replacing its previous one).
 void write_running_group(const std::string& file, hid_t root, const RunningJob& j);
 
+/// Writes a measurement's group under /measured of `root` (replacing one with the same key).
+void write_measured_group(const std::string& file, hid_t root, const Measurement& m);
+
 /// Removes the running jobs that will write `key` (their result is in the file now).
 void remove_running(const std::string& file, hid_t root, const ResultKey& key);
 

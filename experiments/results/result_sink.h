@@ -131,6 +131,34 @@ struct RunResult {
   std::optional<agents::TrainBudget> budget;
 };
 
+/// A result's decision executed on a real backend (`gopt measure`, results format 2.2):
+/// the measured step time beside the simulated time of what ran. Stored apart from the
+/// result (its own group, provenance and digest), since another process, often another
+/// gopt revision, measures it later.
+struct Measurement {
+  ResultKey key;  ///< the result whose decision ran
+  /// The executed decision's simulated step time on the file's hardware and cost model,
+  /// seconds: the result's decision as the backend ran it (without fusion when
+  /// `fusion_dropped`), so that it and `measured_step_time_s` describe the same execution.
+  double simulated_step_time_s = 0;
+  double measured_step_time_s = 0;  ///< median of every timed step, seconds
+  double measured_spread = 0;       ///< (max - min) / median of the timed steps (noise)
+  std::int64_t repeats = 0;         ///< timed steps, over every round
+  std::int64_t rounds = 0;          ///< interleaved rounds (each decision once per round)
+  std::int64_t warmup_steps = 0;    ///< steps run and discarded before each round's timed ones
+  /// Median over the rounds of the busiest worker's CPU time over the step's wall time
+  /// (hardware::backend::ExecutionResult::cpu_share); below 1 another process took CPU.
+  double cpu_share = 0;
+  /// The decision fuses ops and the backend ran them unfused (it does not execute fusion).
+  bool fusion_dropped = false;
+  std::string measured_backend;  ///< the backend ("cpu: 2 worker threads, ...")
+  std::string profile;           ///< the measured hardware profile's name
+  std::string measured_at;       ///< ISO 8601 UTC time the measurement finished
+  Provenance provenance;         ///< the measuring process (`gopt measure`)
+  /// Read back: the results format's minor version of its writer (writers record theirs).
+  std::int64_t format_minor_version = 0;
+};
+
 /// A learner's job while it trains: its learning curve so far, flushed to the sink every
 /// RunnerOptions::curve_flush_s seconds so that a long run can be watched (`gopt table`,
 /// the notebooks). Each flush replaces the job's previous entry; writing one of its results

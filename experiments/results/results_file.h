@@ -29,7 +29,8 @@ inline constexpr std::int64_t kResultsFormatVersion = 2;
 ///
 ///   2.0  provenance, budgets, the run history
 ///   2.1  best_improvements: each sample that improved a learner's best
-inline constexpr std::int64_t kResultsFormatMinorVersion = 1;
+///   2.2  /measured: results' decisions executed on a real backend (`gopt measure`)
+inline constexpr std::int64_t kResultsFormatMinorVersion = 2;
 /// The oldest schema version this build reads (`gopt table`, read_results_file).
 inline constexpr std::int64_t kOldestReadResultsFormatVersion = 1;
 
@@ -45,6 +46,12 @@ struct ResultsFile {
   /// Jobs that were training when the file was last written (/running): a run in
   /// progress, or one that stopped or was killed before their results.
   std::vector<RunningJob> running;
+  /// Results' decisions executed on a real backend (/measured, `gopt measure`), in key
+  /// order; at most one per result.
+  std::vector<Measurement> measurements;
+
+  /// The measurement of `key`'s decision, or nullptr.
+  [[nodiscard]] const Measurement* measurement(const ResultKey& key) const;
 };
 
 /// Reads a results file (without taking HDF5's file lock, so a file that a running

@@ -78,13 +78,18 @@ std::map<std::string, double> ops_of(const std::map<std::string, core::CompiledG
 
 }  // namespace
 
-core::CompiledGraph compile_workload(const WorkloadConfig& workload,
-                                     const datasets::WorkloadRegistry& registry) {
+core::Graph load_workload(const WorkloadConfig& workload,
+                          const datasets::WorkloadRegistry& registry) {
   datasets::LoadOptions load;
   load.overrides = workload.overrides;
   load.onnx_batch = workload.onnx_batch;
   load.onnx_training = workload.onnx_training;
-  return core::CompiledGraph::compile(datasets::load_graph(workload.graph, registry, load));
+  return datasets::load_graph(workload.graph, registry, load);
+}
+
+core::CompiledGraph compile_workload(const WorkloadConfig& workload,
+                                     const datasets::WorkloadRegistry& registry) {
+  return core::CompiledGraph::compile(load_workload(workload, registry));
 }
 
 std::string snapshot_dir_for(const std::string& results_file) {

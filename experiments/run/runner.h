@@ -19,6 +19,7 @@
 
 #include "agents/learner_group.h"
 #include "core/compiled_graph.h"
+#include "core/graph.h"
 #include "core/options.h"
 #include "experiments/config/config.h"
 #include "experiments/results/result_sink.h"
@@ -86,8 +87,12 @@ struct RunSummary {
 /// "results/x.h5" -> "results/x.snapshots".
 [[nodiscard]] std::string snapshot_dir_for(const std::string& results_file);
 
-/// The compiled graph of a config's workload (a suite graph with its `set:` overrides, a
-/// graph file or an ONNX model). Throws as datasets::load_graph.
+/// The graph of a config's workload (a suite graph with its `set:` overrides, a graph file
+/// or an ONNX model). Throws as datasets::load_graph.
+[[nodiscard]] core::Graph load_workload(const WorkloadConfig& workload,
+                                        const datasets::WorkloadRegistry& registry);
+
+/// load_workload's graph, compiled.
 [[nodiscard]] core::CompiledGraph compile_workload(const WorkloadConfig& workload,
                                                    const datasets::WorkloadRegistry& registry);
 

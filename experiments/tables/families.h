@@ -43,6 +43,15 @@ namespace gopt::experiments::tables {
 /// with the summary statistics of hardware/validation.h in the notes.
 [[nodiscard]] Table validation_table(const ResultsFile& file);
 
+/// Results' decisions executed on a real backend (`gopt measure`): `measured`, per workload
+/// and agent the simulated and measured step time (means over the measured seeds) and the
+/// simulator's error, with the statistics of hardware/validation.h in the notes; and
+/// `measured_winners`, per workload whether the simulated winner is the measured one,
+/// Kendall's tau between the two orders of agents and, with GO agents, the best GO agent
+/// against the best baseline in each world. Only the first, with a pointer to `gopt
+/// measure`, when nothing was measured.
+[[nodiscard]] std::vector<Table> measured_tables(const ResultsFile& file, const Grid& g);
+
 /// Jobs that were training when the file was last written, with their curves so far.
 [[nodiscard]] Table running_table(const ResultsFile& file);
 

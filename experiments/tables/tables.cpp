@@ -135,6 +135,9 @@ std::vector<Table> build_tables(const ResultsFile& file) {
     out.push_back(tables::convergence_table(g));
   }
   if (file.metadata.table == "validation") out.push_back(tables::validation_table(file));
+  if (!file.measurements.empty()) {
+    for (auto& t : tables::measured_tables(file, g)) out.push_back(std::move(t));
+  }
   if (!file.running.empty()) out.push_back(tables::running_table(file));
   if (out.empty()) {
     Table t;

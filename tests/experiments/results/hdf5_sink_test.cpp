@@ -552,7 +552,9 @@ TEST(Hdf5SinkTest, ASecondWriterOfOneFileIsRefused) {
     Hdf5Sink second(dir / "r.h5", Hdf5SinkOptions().with_open_mode(OpenMode::kResume));
     FAIL() << "two writers of one file";
   } catch (const core::InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("another `gopt run` is writing"), std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("(`gopt run` or `gopt measure`) is writing this results file"),
+        std::string::npos)
         << e.what();
   }
 }
@@ -612,7 +614,7 @@ void delete_attribute(const fs::path& path, const std::string& object, const cha
 }
 
 // The file and every row record the minor version of their writer. A 2.0 file (no minor
-// version anywhere) reads as minor 0 and is resumed: the rows written then say 2.1, the
+// version anywhere) reads as minor 0 and is resumed: the rows written then say this minor, the
 // file and its older rows keep 0.
 TEST(Hdf5SinkTest, MinorVersionsAreRecordedAndOlderMinorsStillReadAndResume) {
   auto dir = temp_dir();
@@ -646,6 +648,81 @@ TEST(Hdf5SinkTest, MinorVersionsAreRecordedAndOlderMinorsStillReadAndResume) {
   EXPECT_EQ(file.results[0].format_minor_version, 0);
   EXPECT_EQ(file.results[1].format_minor_version, kResultsFormatMinorVersion);
   expect_same(file.results[1], hdp);
+}
+
+// A measurement (`gopt measure`, format 2.2) is written beside the results without a run's
+// begin(), reads back field for field, replaces one of the same key, leaves the results'
+// digests alone, and a changed value reads as damage.
+TEST(Hdf5SinkTest, MeasurementsRoundTripAndDamageIsDetected) {
+  auto dir = temp_dir();
+  auto path = dir / "r.h5";
+  const auto metis = sample_result("metis", 1, false);
+  write_file_with(path, metis);
+  Measurement m;
+  m.key = metis.key;
+  m.simulated_step_time_s = 0.0125;
+  m.measured_step_time_s = 0.0131;
+  m.measured_spread = 0.07;
+  m.repeats = 25;
+  m.rounds = 5;
+  m.warmup_steps = 2;
+  m.cpu_share = 0.97;
+  m.fusion_dropped = true;
+  m.measured_backend = "cpu: 2 worker threads";
+  m.profile = "cpu2";
+  m.measured_at = "2026-12-07T09:00:00Z";
+  m.provenance = sample_metadata().provenance;
+  m.provenance.command = "gopt measure r.h5";
+  {
+    Hdf5Sink sink(path, Hdf5SinkOptions().with_open_mode(OpenMode::kResume));
+    sink.write_measurement(m);
+    m.measured_step_time_s = 0.0132;  // measured again: replaces the first
+    sink.write_measurement(m);
+  }
+  auto file = read_results_file(path);
+  ASSERT_EQ(file.results.size(), 1u);
+  expect_same(file.results[0], metis);
+  ASSERT_EQ(file.measurements.size(), 1u);
+  const Measurement* back = file.measurement(metis.key);
+  ASSERT_NE(back, nullptr);
+  EXPECT_EQ(file.measurement(sample_result("hdp", 1, true).key), nullptr);
+  EXPECT_EQ(back->simulated_step_time_s, m.simulated_step_time_s);
+  EXPECT_EQ(back->measured_step_time_s, 0.0132);
+  EXPECT_EQ(back->measured_spread, m.measured_spread);
+  EXPECT_EQ(back->repeats, 25);
+  EXPECT_EQ(back->rounds, 5);
+  EXPECT_EQ(back->warmup_steps, 2);
+  EXPECT_EQ(back->cpu_share, m.cpu_share);
+  EXPECT_TRUE(back->fusion_dropped);
+  EXPECT_EQ(back->measured_backend, m.measured_backend);
+  EXPECT_EQ(back->profile, "cpu2");
+  EXPECT_EQ(back->measured_at, m.measured_at);
+  EXPECT_EQ(back->provenance, m.provenance);
+  EXPECT_EQ(back->format_minor_version, kResultsFormatMinorVersion);
+
+  // A changed measured time no longer matches the digest (opened with the writer's format
+  // bounds, which writing into its object headers needs).
+  hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+  H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_LATEST);
+  hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, fapl);
+  H5Pclose(fapl);
+  ASSERT_GE(f, 0);
+  const std::string object = "/measured/" + result_group_name(metis.key);
+  hid_t g = H5Gopen2(f, object.c_str(), H5P_DEFAULT);
+  ASSERT_GE(g, 0);
+  EXPECT_GE(H5Adelete(g, "measured_step_time_s"), 0);
+  hid_t space = H5Screate(H5S_SCALAR);
+  hid_t a = H5Acreate2(g, "measured_step_time_s", H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT);
+  ASSERT_GE(a, 0);
+  const double forged = 0.001;
+  EXPECT_GE(H5Awrite(a, H5T_NATIVE_DOUBLE, &forged), 0);
+  H5Sclose(space);
+  H5Gclose(g);
+  H5Aclose(a);
+  H5Fclose(f);
+  EXPECT_EQ(error_of(path), path.string() + ": " + object +
+                                ": the measurement's contents do not match its digest (the file "
+                                "is damaged)");
 }
 
 }  // namespace

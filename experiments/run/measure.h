@@ -1,0 +1,65 @@
+// Executing a results file's decisions on a real backend (`gopt measure`): the decision of
+// every (workload, agent, seed) of a file whose hardware is a measured profile of this
+// machine runs on the backend, and its measured step time goes into the file beside the
+// simulated one (/measured, docs/results-format.md). Decisions of one workload are measured
+// in interleaved rounds, so that a drift of the machine's load spreads over all of them;
+// identical decisions (deterministic baselines over seeds) run once. Each result's
+// measurement is written as soon as its workload's rounds end, so an interrupted or killed
+// measure loses at most the workload in progress, and a second call continues.
+//
+//   MeasureSummary s = measure_results("results/table1_real_cpu.h5",
+//                                      MeasureOptions().with_rounds(5).with_progress(&std::cerr));
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <iosfwd>
+#include <string>
+
+#include "core/options.h"
+
+namespace gopt::experiments {
+
+/// How `gopt measure` measures; defaults here and nowhere else.
+struct MeasureOptions {
+  /// The measured profile the file's hardware must be ("" : the file's own hardware, as its
+  /// config names it). A different profile is refused: the simulated times are the file's.
+  GOPT_OPTION(std::string, profile, "")
+  /// "cpu" or "cuda"; "" : cpu for a profile of CPU workers (`gopt calibrate --backend cpu`),
+  /// cuda otherwise.
+  GOPT_OPTION(std::string, backend, "")
+  GOPT_OPTION(int, rounds, 5)        ///< interleaved rounds, every decision once per round
+  GOPT_OPTION(int, warmup_steps, 2)  ///< steps run and discarded before each round's timed ones
+  GOPT_OPTION(int, timed_steps, 5)   ///< timed steps per decision and round
+  /// Measure results that already have a measurement again (replacing it); otherwise they
+  /// are kept and skipped.
+  GOPT_OPTION(bool, remeasure, false)
+  /// The command line recorded in each measurement's provenance.
+  GOPT_OPTION(std::string, command, "")
+  GOPT_OPTION(std::ostream*, progress, nullptr)  ///< a line per execution, when set
+  /// Checked before every execution: when set, the workload in progress is abandoned
+  /// (nothing of it written) and measure_results returns with `interrupted`.
+  GOPT_OPTION(const std::atomic<bool>*, stop, nullptr)
+};
+
+/// What measure_results did.
+struct MeasureSummary {
+  std::size_t measured = 0;    ///< results measured and written by this call
+  std::size_t kept = 0;        ///< results whose earlier measurement was kept (not remeasured)
+  std::size_t executions = 0;  ///< distinct decisions executed (each `rounds` times)
+  std::size_t workloads = 0;   ///< workloads with results measured by this call
+  bool interrupted = false;    ///< MeasureOptions::stop was set
+  double wall_s = 0;
+};
+
+/// Measures the results of `path` (see the header comment). Throws core::InputError naming
+/// the file, before anything runs, when it is not a results file of the format this gopt
+/// writes, holds validation results (`gopt validate` measured them itself), records no
+/// config, when its hardware is not a measured profile, was measured on another machine (CPU
+/// model and count), or is not `options.profile`; hardware::backend::BackendUnavailable
+/// when the backend cannot run here. A rebuilt workload whose graph does not match its
+/// results (another op count) throws InputError when it is reached, the workloads measured
+/// before it written.
+MeasureSummary measure_results(const std::string& path, const MeasureOptions& options = {});
+
+}  // namespace gopt::experiments

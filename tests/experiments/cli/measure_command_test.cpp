@@ -1,0 +1,222 @@
+// `gopt measure` end to end on the CPU backend: a tiny experiment run on a quick measured
+// profile of this machine (two workers, graphs of a few dozen ops), its decisions executed,
+// the measured fields in the file and the measured tables in `gopt table`; resuming after an
+// interruption; refusals of hardware that is not a measured profile of this machine. Never
+// asserts a time beyond its being positive.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <ostream>
+#include <sstream>
+#include <streambuf>
+#include <string>
+
+#include "experiments/results/results_file.h"
+#include "experiments/run/measure.h"
+#include "hardware/profile.h"
+#include "tests/support/expect_error.h"
+#include "tests/support/files.h"
+#include "tests/support/run_command.h"
+
+namespace gopt::experiments {
+namespace {
+
+using gopt::testing::contains;
+using gopt::testing::run_command;
+
+const std::string kGopt = GOPT_BINARY;
+const std::string kTiny = std::string(GOPT_SOURCE_DIR) + "/datasets/graphs/mlp_tiny.json";
+
+class MeasureCommandTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = gopt::testing::make_temp_dir("gopt_measure");
+    profile_ = dir_ + "/cpu2.yaml";
+    calibrate_ =
+        run_command(kGopt + " calibrate --backend cpu --devices 2 --quick --out " + profile_);
+  }
+
+  // A config of two tiny workloads, three baselines and a short HDP run, two seeds, on
+  // `hardware`; run into `name`.h5, whose path it returns.
+  static std::string run_tiny(const std::string& name, const std::string& hardware) {
+    const std::string config = dir_ + "/" + name + ".yaml";
+    std::ofstream(config)
+        << "name: " << name << "\ntable: placement\nhardware: " << hardware
+        << "\nseeds: [1, 2]\nworkloads:\n"
+           "  - {name: mlp_tiny, graph: "
+        << kTiny
+        << "}\n"
+           "  - {name: rnnlm, graph: rnnlm_2, set: {hidden: 16, vocab: 50, "
+           "batch: 2, seq_len: 2}}\n"
+           "agents:\n  - single_device\n  - round_robin\n  - metis\n"
+           "  - {name: hdp, options: {samples_per_step: 4}, budget: {steps: 3}}\n";
+    const std::string out = dir_ + "/" + name + ".h5";
+    const auto r = run_command(kGopt + " run " + config + " --out " + out);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return out;
+  }
+
+  static std::string measure(const std::string& file, const std::string& extra = "") {
+    return kGopt + " measure " + file + " --rounds 2 --warmup 0 --steps 1 " + extra;
+  }
+
+  static inline std::string dir_;
+  static inline std::string profile_;
+  static inline gopt::testing::CommandResult calibrate_;
+};
+
+TEST_F(MeasureCommandTest, WritesMeasuredBesideSimulatedAndTablesShowThem) {
+  ASSERT_EQ(calibrate_.exit_code, 0) << calibrate_.err;
+  const std::string file = run_tiny("measured", profile_);
+  const auto r = run_command(measure(file));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "16 results measured")) << r.err;
+  // The baselines decide the same for both seeds: those run once.
+  EXPECT_TRUE(contains(r.err, "identical")) << r.err;
+
+  const ResultsFile f = read_results_file(file);
+  ASSERT_EQ(f.measurements.size(), f.results.size());
+  for (const auto& result : f.results) {
+    const Measurement* m = f.measurement(result.key);
+    ASSERT_NE(m, nullptr) << result.key.text();
+    EXPECT_GT(m->measured_step_time_s, 0);
+    EXPECT_GT(m->simulated_step_time_s, 0);
+    EXPECT_GE(m->measured_spread, 0);
+    EXPECT_EQ(m->repeats, 2);  // rounds x steps
+    EXPECT_EQ(m->rounds, 2);
+    EXPECT_GT(m->cpu_share, 0);
+    EXPECT_FALSE(m->fusion_dropped);
+    EXPECT_TRUE(contains(m->measured_backend, "cpu: 2 worker")) << m->measured_backend;
+    EXPECT_FALSE(m->provenance.host.empty());
+    EXPECT_TRUE(contains(m->provenance.command, "gopt measure")) << m->provenance.command;
+    EXPECT_EQ(m->format_minor_version, kResultsFormatMinorVersion);
+    // No fusion in these decisions: the simulated time of what ran is the result's.
+    EXPECT_DOUBLE_EQ(m->simulated_step_time_s, result.best_step_time_s) << result.key.text();
+  }
+
+  const auto table = run_command(kGopt + " table " + file);
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_TRUE(contains(table.out, "Measured on hardware: step time")) << table.out;
+  EXPECT_TRUE(contains(table.out, "simulator error")) << table.out;
+  EXPECT_TRUE(contains(table.out, "MAPE")) << table.out;
+  EXPECT_TRUE(contains(table.out, "the simulated winner against the measured one")) << table.out;
+  EXPECT_TRUE(contains(table.out, "of 2 workloads")) << table.out;
+  const auto csv = run_command(kGopt + " table " + file + " --table measured_winners --format csv");
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  EXPECT_TRUE(contains(csv.out, "workload,simulated winner,measured winner,same,Kendall tau"))
+      << csv.out;
+
+  // Measured results are kept: a second call measures nothing, --remeasure all again.
+  const auto again = run_command(measure(file));
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_TRUE(contains(again.err, "0 results measured")) << again.err;
+  EXPECT_TRUE(contains(again.err, "16 measured earlier kept")) << again.err;
+  const auto redo = run_command(measure(file, "--remeasure"));
+  ASSERT_EQ(redo.exit_code, 0) << redo.err;
+  EXPECT_TRUE(contains(redo.err, "16 results measured")) << redo.err;
+  EXPECT_EQ(read_results_file(file).measurements.size(), 16u);
+}
+
+// Sets a stop flag as soon as the progress it receives names `word`: an interruption at a
+// known point, as Ctrl-C between two executions.
+class StopAtWord : public std::stringbuf {
+ public:
+  StopAtWord(std::atomic<bool>& stop, std::string word) : stop_(stop), word_(std::move(word)) {}
+
+ protected:
+  int sync() override {
+    if (str().find(word_) != std::string::npos) stop_.store(true);
+    return 0;
+  }
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    const auto written = std::stringbuf::xsputn(s, n);
+    sync();
+    return written;
+  }
+
+ private:
+  std::atomic<bool>& stop_;
+  std::string word_;
+};
+
+TEST_F(MeasureCommandTest, AnInterruptedMeasureKeepsFinishedWorkloadsAndContinues) {
+  ASSERT_EQ(calibrate_.exit_code, 0) << calibrate_.err;
+  const std::string file = run_tiny("interrupted", profile_);
+  std::atomic<bool> stop{false};
+  StopAtWord buffer(stop, "gopt measure: rnnlm");
+  std::ostream progress(&buffer);
+  const auto options = MeasureOptions()
+                           .with_rounds(2)
+                           .with_warmup_steps(0)
+                           .with_timed_steps(1)
+                           .with_progress(&progress)
+                           .with_stop(&stop);
+  const MeasureSummary first = measure_results(file, options);
+  EXPECT_TRUE(first.interrupted);
+  EXPECT_EQ(first.measured, 8u);  // mlp_tiny: 4 agents x 2 seeds; rnnlm abandoned
+  ResultsFile f = read_results_file(file);
+  ASSERT_EQ(f.measurements.size(), 8u);
+  for (const auto& m : f.measurements) EXPECT_EQ(m.key.workload, "mlp_tiny");
+
+  stop.store(false);
+  std::ostringstream quiet;
+  const MeasureSummary second =
+      measure_results(file, MeasureOptions(options).with_progress(&quiet).with_stop(nullptr));
+  EXPECT_FALSE(second.interrupted);
+  EXPECT_EQ(second.measured, 8u);
+  EXPECT_EQ(second.kept, 8u);
+  f = read_results_file(file);
+  EXPECT_EQ(f.measurements.size(), 16u);
+}
+
+TEST_F(MeasureCommandTest, RefusesHardwareThatIsNotAMeasuredProfileOfThisMachine) {
+  ASSERT_EQ(calibrate_.exit_code, 0) << calibrate_.err;
+  // A simulated cluster.
+  const std::string simulated = run_tiny("simulated", "p100x2_pcie");
+  auto r = run_command(measure(simulated));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, simulated)) << r.err;
+  EXPECT_TRUE(contains(r.err, "not one measured on this machine")) << r.err;
+  EXPECT_TRUE(read_results_file(simulated).measurements.empty());
+
+  // A measured profile of another machine.
+  auto spec = hardware::load_profile(profile_).spec();
+  spec.provenance.machine = "elsewhere: Imaginary CPU 9000 (128 logical CPUs)";
+  const std::string other = dir_ + "/other_machine.yaml";
+  std::ofstream(other) << hardware::profile_yaml(spec);
+  const std::string elsewhere = run_tiny("elsewhere", other);
+  r = run_command(measure(elsewhere));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "measured on another machine")) << r.err;
+  EXPECT_TRUE(contains(r.err, "Imaginary CPU 9000")) << r.err;
+
+  // --profile that is not the file's hardware.
+  const std::string file = run_tiny("other_profile", profile_);
+  r = run_command(measure(file, "--profile " + other));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "is not the profile its results were simulated on")) << r.err;
+  EXPECT_TRUE(read_results_file(file).measurements.empty());
+  // The file's own profile given explicitly is accepted.
+  r = run_command(measure(file, "--profile " + profile_ + " --backend cpu"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+
+  // Not a results file; a missing one; a bad number.
+  const std::string junk = dir_ + "/junk.h5";
+  std::ofstream(junk) << "not hdf5";
+  r = run_command(measure(junk));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "not an HDF5 file")) << r.err;
+  r = run_command(measure(dir_ + "/missing.h5"));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "no such file")) << r.err;
+  r = run_command(kGopt + " measure " + file + " --rounds 0");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.err, "--rounds")) << r.err;
+}
+
+}  // namespace
+}  // namespace gopt::experiments
