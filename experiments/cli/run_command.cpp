@@ -7,8 +7,6 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <atomic>
-#include <csignal>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
