@@ -15,6 +15,21 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const double at = std::clamp(q, 0.0, 1.0) * static_cast<double>(v.size() - 1);
+  const auto lo = static_cast<std::size_t>(at);
+  const std::size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (at - static_cast<double>(lo)) * (v[hi] - v[lo]);
+}
+
+double relative_iqr(const std::vector<double>& v) {
+  const double m = median(v);
+  if (!(m > 0)) return 0;
+  return (quantile(v, 0.75) - quantile(v, 0.25)) / m;
+}
+
 double ValidationCase::pct_error() const { return 100.0 * (simulated_s - measured_s) / measured_s; }
 
 double kendall_tau_b(const std::vector<double>& a, const std::vector<double>& b) {

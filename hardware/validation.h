@@ -44,6 +44,14 @@ struct ValidationSummary {
 /// The median of `v` (the mean of the middle two for an even count; 0 when empty).
 [[nodiscard]] double median(std::vector<double> v);
 
+/// The `q` quantile of `v` (0 <= q <= 1), interpolated linearly between order statistics
+/// (the definition numpy's percentile uses by default); 0 when empty.
+[[nodiscard]] double quantile(std::vector<double> v, double q);
+
+/// The interquartile range of `v` over its median: a spread of repeated timings that one
+/// slow outlier does not set, unlike (max - min) / median. 0 when empty or the median is 0.
+[[nodiscard]] double relative_iqr(const std::vector<double>& v);
+
 /// Kendall's tau-b of two equally long samples (ties in either count as neither concordant
 /// nor discordant, with the tau-b normalisation). 0 when fewer than two pairs are untied.
 [[nodiscard]] double kendall_tau_b(const std::vector<double>& a, const std::vector<double>& b);

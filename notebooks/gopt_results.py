@@ -52,7 +52,8 @@ BUDGET_ATTRS = ["budget_steps", "budget_samples", "budget_seconds"]
 CURVE_FIELDS = ["step", "samples", "best_step_time_s", "mean_step_time_s", "wall_s"]
 # The attributes of a /measured/<workload>:<agent>:<seed> group (format 2.2, written by
 # `gopt measure`: the result's decision executed on this machine's backend), after its key
-# (workload, agent, seed) and without digest and complete. The group has no datasets.
+# (workload, agent, seed) and without digest and complete. Since 2.3 the group has one
+# dataset, step_times_s (every timed step).
 MEASUREMENT_ATTRS = [
     "simulated_step_time_s", "measured_step_time_s", "measured_spread", "repeats", "rounds",
     "warmup_steps", "cpu_share", "fusion_dropped", "measured_backend", "profile",
@@ -252,12 +253,15 @@ def running_jobs(path):
 def measurements_frame(path):
     """One row per complete `/measured` group (`gopt measure`: a result's decision executed
     on a real backend): workload, agent, seed, the executed decision's simulated and measured
-    step times (s; measured: the median of the timed steps), the spread ((max - min) / median
-    of the timed steps), repeats, rounds, warmup_steps, cpu_share (of the busiest worker),
-    fusion_dropped (bool: the decision's fusion was not executed, so both times are of the
-    unfused decision), the backend, profile, measured_at, the measuring process's provenance
-    and format_minor_version. Empty (same columns) when nothing was measured."""
-    columns = ["workload", "agent", "seed"] + MEASUREMENT_ATTRS
+    step times (s; measured: the median of the timed steps), measured_spread ((max - min) /
+    median of the timed steps), repeats, rounds, warmup_steps, cpu_share (of the busiest
+    worker), fusion_dropped (bool: the decision's fusion was not executed, so both times are
+    of the unfused decision), the backend, profile, measured_at, the measuring process's
+    provenance and format_minor_version; then step_times_s (a numpy array of every timed
+    step, None before format 2.3) and spread: the interquartile range of the step times over
+    their median, as `gopt table` reports it (measured_spread when there are no step times).
+    Empty (same columns) when nothing was measured."""
+    columns = ["workload", "agent", "seed"] + MEASUREMENT_ATTRS + ["step_times_s", "spread"]
     rows = []
     with open_results(path) as f:
         if "measured" in f:
@@ -268,8 +272,25 @@ def measurements_frame(path):
                        for k in ["workload", "agent", "seed"] + MEASUREMENT_ATTRS}
                 row["seed"] = int(row["seed"])
                 row["fusion_dropped"] = bool(row["fusion_dropped"])
+                times = np.asarray(g["step_times_s"], dtype=float) if "step_times_s" in g else None
+                row["step_times_s"] = times
+                row["spread"] = (relative_iqr(times) if times is not None and len(times)
+                                 else row["measured_spread"])
                 rows.append(row)
     return pd.DataFrame(rows, columns=columns)
+
+
+def relative_iqr(values):
+    """The interquartile range of values over their median (numpy's default, linear
+    percentiles; gopt's hardware::relative_iqr); 0 when empty or the median is 0."""
+    values = np.asarray(values, dtype=float)
+    if values.size == 0:
+        return 0.0
+    median = float(np.median(values))
+    if not median > 0:
+        return 0.0
+    q25, q75 = np.percentile(values, [25, 75])
+    return float((q75 - q25) / median)
 
 
 def decision(path, workload, agent, seed):
@@ -542,7 +563,7 @@ def _measured_cells(df, meas):
         return pd.DataFrame(columns=columns)
     keys = ["workload", "agent", "seed"]
     joined = df[keys + ["oom"]].merge(meas[keys + ["simulated_step_time_s",
-                                                   "measured_step_time_s", "measured_spread"]],
+                                                   "measured_step_time_s", "spread"]],
                                       on=keys, how="inner")
     if joined.empty:
         return pd.DataFrame(columns=columns)
@@ -550,7 +571,7 @@ def _measured_cells(df, meas):
              .agg(seeds=("seed", "size"), oom_simulated=("oom", "sum"),
                   simulated_s=("simulated_step_time_s", "mean"),
                   measured_s=("measured_step_time_s", "mean"),
-                  spread_max=("measured_spread", "max"))
+                  spread_max=("spread", "max"))
              .reset_index())
     workloads = {w: i for i, w in enumerate(dict.fromkeys(df["workload"]))}
     agents = {a: i for i, a in enumerate(dict.fromkeys(df["agent"]))}

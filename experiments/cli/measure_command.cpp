@@ -1,5 +1,5 @@
 // `gopt measure RESULTS.h5 [--profile MEASURED.yaml] [--backend cpu|cuda] [--rounds R]
-//               [--warmup W] [--steps S] [--remeasure]`:
+//               [--warmup W] [--steps S] [--unpinned] [--remeasure]`:
 // executes the decision of every (workload, agent, seed) of a results file whose hardware is
 // a measured profile of this machine on the real backend and writes its measured step time
 // beside the simulated one (experiments/run/measure.h; schema: docs/results-format.md,
@@ -70,6 +70,10 @@ void add_measure_command(CLI::App& app, CliContext& context) {
                   "Timed steps per decision and round (the median over all is reported)")
       ->capture_default_str()
       ->check(positive_number());
+  cmd->add_flag(
+      "--unpinned", [args](std::int64_t) { args->options.pin_workers = false; },
+      "Let the OS move the backend's workers between CPUs (default: each worker\n"
+      "pinned to a CPU of its own when the process may use enough of them)");
   cmd->add_flag("--remeasure", args->options.remeasure,
                 "Measure results measured earlier again (default: keep them and skip)");
   cmd->callback([&context, args] {

@@ -142,6 +142,7 @@ std::uint64_t measurement_digest(const Measurement& m) {
   d.i64(m.fusion_dropped);
   for (const auto* v : {&m.measured_backend, &m.profile, &m.measured_at}) d.str(*v);
   for (const auto& [key, field] : provenance_fields(m.provenance)) d.str(*field);
+  for (double t : m.step_times_s) d.f64(t);  // none before format 2.3: its digest unchanged
   return d.value();
 }
 

@@ -303,6 +303,9 @@ Measurement read_measurement(const std::string& file, hid_t group, const std::st
   m.measured_at = a.string("measured_at");
   for (const auto& [key, field] : provenance_fields(m.provenance)) *field = a.string(key);
   m.format_minor_version = a.int64("format_minor_version");
+  if (m.format_minor_version >= 3) {
+    m.step_times_s = read_dataset<double>(file, group, name, "step_times_s", H5T_NATIVE_DOUBLE);
+  }
   if (a.uint64("digest") != measurement_digest(m)) {
     fail(file, name, "the measurement's contents do not match its digest (the file is damaged)");
   }

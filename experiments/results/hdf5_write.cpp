@@ -205,6 +205,7 @@ void write_measured_group(const std::string& file, hid_t root, const Measurement
   w.attr("profile", m.profile);
   w.attr("measured_at", m.measured_at);
   for (const auto& [key, field] : provenance_fields(m.provenance)) w.attr(key, *field);
+  w.dataset("step_times_s", m.step_times_s, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE);
   w.attr("format_minor_version", kResultsFormatMinorVersion);
   w.attr("digest", measurement_digest(m));
   w.attr("complete", static_cast<std::int64_t>(1));

@@ -143,9 +143,12 @@ struct Measurement {
   double simulated_step_time_s = 0;
   double measured_step_time_s = 0;  ///< median of every timed step, seconds
   double measured_spread = 0;       ///< (max - min) / median of the timed steps (noise)
-  std::int64_t repeats = 0;         ///< timed steps, over every round
-  std::int64_t rounds = 0;          ///< interleaved rounds (each decision once per round)
-  std::int64_t warmup_steps = 0;    ///< steps run and discarded before each round's timed ones
+  /// Every timed step, seconds, round after round (format 2.3; empty when read from a 2.2
+  /// file). Its robust spread is hardware::relative_iqr(step_times_s).
+  std::vector<double> step_times_s;
+  std::int64_t repeats = 0;       ///< timed steps, over every round
+  std::int64_t rounds = 0;        ///< interleaved rounds (each decision once per round)
+  std::int64_t warmup_steps = 0;  ///< steps run and discarded before each round's timed ones
   /// Median over the rounds of the busiest worker's CPU time over the step's wall time
   /// (hardware::backend::ExecutionResult::cpu_share); below 1 another process took CPU.
   double cpu_share = 0;

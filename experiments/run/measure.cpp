@@ -154,7 +154,8 @@ MeasureSummary measure_results(const std::string& path, const MeasureOptions& op
       });
   if (file.results.empty()) return {};
   const auto kind = hardware::backend::backend_kind_from_string(backend_name, "--backend");
-  auto backend = hardware::backend::make_backend(kind, num_devices);
+  auto backend = hardware::backend::make_backend(
+      kind, num_devices, hardware::backend::BackendOptions().with_pin_workers(options.pin_workers));
   const auto options_run = hardware::backend::ExecutionOptions()
                                .with_warmup_steps(options.warmup_steps)
                                .with_timed_steps(options.timed_steps);
@@ -231,6 +232,7 @@ MeasureSummary measure_results(const std::string& path, const MeasureOptions& op
               m.simulated_step_time_s = e.simulated_s;
               m.measured_step_time_s = median_s;
               m.measured_spread = median_s > 0 ? (*hi - *lo) / median_s : 0;
+              m.step_times_s = e.step_times_s;
               m.repeats = static_cast<std::int64_t>(e.step_times_s.size());
               m.rounds = options.rounds;
               m.warmup_steps = options.warmup_steps;

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "core/options.h"
+#include "hardware/backend/backend.h"
 
 namespace gopt::experiments {
 
@@ -31,6 +32,8 @@ struct MeasureOptions {
   GOPT_OPTION(int, rounds, 5)        ///< interleaved rounds, every decision once per round
   GOPT_OPTION(int, warmup_steps, 2)  ///< steps run and discarded before each round's timed ones
   GOPT_OPTION(int, timed_steps, 5)   ///< timed steps per decision and round
+  /// Pin each device's worker to a CPU of its own (hardware::backend::BackendOptions).
+  GOPT_OPTION(bool, pin_workers, hardware::backend::BackendOptions().pin_workers)
   /// Measure results that already have a measurement again (replacing it); otherwise they
   /// are kept and skipped.
   GOPT_OPTION(bool, remeasure, false)

@@ -33,12 +33,19 @@ struct MeasuredGrid {
   int fusion_dropped = 0;
   std::int64_t repeats = 0;
   std::int64_t rounds = 0;
+  int without_step_times = 0;  // format 2.2 measurements: their spread is the range
 
   [[nodiscard]] const MeasuredCell* cell(const std::string& w, const std::string& a) const {
     const auto it = cells.find({w, a});
     return it == cells.end() ? nullptr : &it->second;
   }
 };
+
+// A measurement's noise: the interquartile range of its timed steps over their median, or,
+// for a format 2.2 measurement that kept no step times, its (max - min) / median.
+double spread_of(const Measurement& x) {
+  return x.step_times_s.empty() ? x.measured_spread : hardware::relative_iqr(x.step_times_s);
+}
 
 MeasuredGrid arrange_measured(const ResultsFile& file) {
   MeasuredGrid m;
@@ -48,12 +55,13 @@ MeasuredGrid arrange_measured(const ResultsFile& file) {
     MeasuredCell& c = m.cells[{r.key.workload, r.key.agent}];
     c.simulated_sum_s += x->simulated_step_time_s;
     c.measured_sum_s += x->measured_step_time_s;
-    c.spread_max = std::max(c.spread_max, x->measured_spread);
+    c.spread_max = std::max(c.spread_max, spread_of(*x));
     ++c.seeds;
     if (r.oom) ++c.oom;
     m.cases.push_back({r.key.workload, r.key.agent + " seed " + std::to_string(r.key.seed),
                        x->measured_step_time_s, x->simulated_step_time_s});
-    m.spreads.push_back(x->measured_spread);
+    m.spreads.push_back(spread_of(*x));
+    if (x->step_times_s.empty()) ++m.without_step_times;
     m.cpu_shares.push_back(x->cpu_share);
     m.backend = x->measured_backend;
     m.repeats = x->repeats;
@@ -135,11 +143,17 @@ std::vector<Table> measured_tables(const ResultsFile& file, const Grid& g) {
   std::snprintf(line, sizeof line,
                 "Measured: median of %lld timed steps (%lld interleaved rounds) on %s; "
                 "simulated: the same decision as executed, on the file's hardware profile; the "
-                "error is (simulated - measured) / measured; spread: the largest (max - min) / "
-                "median over the agent's seeds; median spread %.1f%%.",
+                "error is (simulated - measured) / measured; spread: the interquartile range of "
+                "the timed steps over their median, the largest over the agent's seeds; median "
+                "spread %.1f%%.",
                 static_cast<long long>(m.repeats), static_cast<long long>(m.rounds),
                 m.backend.c_str(), 100 * hardware::median(m.spreads));
   t.notes.emplace_back(line);
+  if (m.without_step_times > 0) {
+    t.notes.push_back(std::to_string(m.without_step_times) +
+                      " measurements were written by a gopt that kept no step times (results "
+                      "format 2.2): their spread is (max - min) / median instead.");
+  }
   if (m.fusion_dropped > 0) {
     t.notes.push_back(std::to_string(m.fusion_dropped) +
                       " measured decisions fuse ops, which the backend does not execute: they ran "

@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include <sched.h>
+
 #include <algorithm>
 
 #include "core/strings.h"
@@ -46,8 +48,22 @@ std::optional<std::string> cuda_unavailable_reason() {
       "torch::cuda::device_count() is 0)");
 }
 
-std::unique_ptr<Backend> make_backend(BackendKind kind, DeviceId num_devices) {
-  return std::make_unique<TorchBackend>(kind, num_devices);
+std::unique_ptr<Backend> make_backend(BackendKind kind, DeviceId num_devices,
+                                      const BackendOptions& options) {
+  return std::make_unique<TorchBackend>(kind, num_devices, options);
+}
+
+std::vector<int> usable_cpus() {
+  std::vector<int> cpus;
+#if defined(__linux__)
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  }
+#endif
+  return cpus;
 }
 
 }  // namespace gopt::hardware::backend

@@ -48,6 +48,14 @@ class BackendUnavailable : public core::Error {
   using core::Error::Error;
 };
 
+/// How a backend runs its workers; defaults here and nowhere else.
+struct BackendOptions {
+  /// Pin each device's worker thread to a CPU of its own (the first `num_devices` CPUs this
+  /// process may use), so that the OS does not move workers between cores mid-step. Without
+  /// effect when the process may use fewer CPUs than there are devices.
+  GOPT_OPTION(bool, pin_workers, true)
+};
+
 /// How to measure one decision; defaults here and nowhere else.
 struct ExecutionOptions {
   GOPT_OPTION(int, warmup_steps,
@@ -87,6 +95,8 @@ struct ExecutionResult {
   /// (CPU backend): 1 when no other process took its CPU, 0.5 when it ran half of the step.
   /// Below 1 the measured step time includes waiting for a CPU: the machine is shared.
   double cpu_share = 0;
+  /// Every worker ran pinned to its CPU (Backend::worker_cpus()) throughout.
+  bool pinned = false;
 
   /// (max - min) / median of the timed steps: the run-to-run noise.
   [[nodiscard]] double spread() const;
@@ -102,8 +112,12 @@ class Backend {
 
   [[nodiscard]] virtual BackendKind kind() const = 0;
   [[nodiscard]] virtual DeviceId num_devices() const = 0;
-  /// "cpu: 2 worker threads, 1 intra-op thread each" and the like.
+  /// "cpu: 2 worker threads pinned to CPUs 0, 1, 1 LibTorch intra-op thread each" and the
+  /// like.
   [[nodiscard]] virtual std::string describe() const = 0;
+  /// The CPU each device's worker is pinned to, in device order; empty when unpinned
+  /// (BackendOptions::pin_workers off, or fewer usable CPUs than devices).
+  [[nodiscard]] virtual std::vector<int> worker_cpus() const = 0;
 
   /// Runs warm-up and timed steps of `graph` under `decision`: each device runs the ops
   /// placed on it in the decision's priority order (ties in topological order), every
@@ -118,7 +132,12 @@ class Backend {
 /// Creates a backend. Throws BackendUnavailable when `kind` cannot run here (CUDA without
 /// a GPU or with a CPU-only LibTorch, fewer GPUs than asked) and InputError for
 /// `num_devices` < 1.
-[[nodiscard]] std::unique_ptr<Backend> make_backend(BackendKind kind, DeviceId num_devices);
+[[nodiscard]] std::unique_ptr<Backend> make_backend(BackendKind kind, DeviceId num_devices,
+                                                    const BackendOptions& options = {});
+
+/// The CPUs this process may run on (its affinity mask), in increasing order; empty where
+/// the OS does not say.
+[[nodiscard]] std::vector<int> usable_cpus();
 
 /// Why CUDA cannot run here, or nullopt when it can (a CUDA-enabled LibTorch sees a GPU).
 [[nodiscard]] std::optional<std::string> cuda_unavailable_reason();

@@ -23,9 +23,12 @@
 #include <malloc.h>
 #endif
 #include <dlfcn.h>
+#include <pthread.h>
+#include <sched.h>
 #include <time.h>
 
 #include "core/errors.h"
+#include "core/strings.h"
 #include "hardware/backend/backend.h"
 #include "hardware/backend/kernels.h"
 #include "hardware/backend/torch_backend.h"
@@ -61,6 +64,24 @@ void single_threaded_math() {
   if (void* f = ::dlsym(RTLD_DEFAULT, "openblas_set_num_threads")) {
     reinterpret_cast<SetThreads>(f)(1);
   }
+}
+
+/// Pins `thread` to `cpu` and checks that the OS took it; false when it did not.
+bool pin_to_cpu(std::thread& thread, int cpu) {
+#if defined(__linux__)
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  if (::pthread_setaffinity_np(thread.native_handle(), sizeof(set), &set) != 0) return false;
+  cpu_set_t now;
+  CPU_ZERO(&now);
+  if (::pthread_getaffinity_np(thread.native_handle(), sizeof(now), &now) != 0) return false;
+  return CPU_COUNT(&now) == 1 && CPU_ISSET(cpu, &now);
+#else
+  (void)thread;
+  (void)cpu;
+  return false;
+#endif
 }
 
 /// Keep freed blocks in the process instead of returning them to the kernel: otherwise
@@ -167,6 +188,7 @@ struct Plan {
 struct TorchBackend::Impl {
   BackendKind kind;
   DeviceId num_devices;
+  std::vector<int> worker_cpus;  // empty: unpinned
 
   [[nodiscard]] torch::Device torch_device(DeviceId d) const {
     if (kind == BackendKind::kCuda) return {torch::kCUDA, static_cast<c10::DeviceIndex>(d)};
@@ -238,8 +260,8 @@ struct TorchBackend::Impl {
   }
 };
 
-TorchBackend::TorchBackend(BackendKind kind, DeviceId num_devices)
-    : impl_(std::make_unique<Impl>(Impl{kind, num_devices})) {
+TorchBackend::TorchBackend(BackendKind kind, DeviceId num_devices, const BackendOptions& options)
+    : impl_(std::make_unique<Impl>(Impl{kind, num_devices, {}})) {
   if (num_devices < 1) {
     throw core::InputError("--devices", "",
                            "expected at least 1 device, found " + std::to_string(num_devices));
@@ -252,6 +274,13 @@ TorchBackend::TorchBackend(BackendKind kind, DeviceId num_devices)
                                " GPUs but LibTorch sees " + std::to_string(have));
     }
   }
+  if (options.pin_workers) {
+    auto cpus = usable_cpus();
+    if (cpus.size() >= static_cast<std::size_t>(num_devices)) {
+      cpus.resize(static_cast<std::size_t>(num_devices));
+      impl_->worker_cpus = std::move(cpus);
+    }
+  }
   single_threaded_math();
   keep_freed_memory();
 }
@@ -261,12 +290,21 @@ TorchBackend::~TorchBackend() = default;
 BackendKind TorchBackend::kind() const { return impl_->kind; }
 DeviceId TorchBackend::num_devices() const { return impl_->num_devices; }
 
+std::vector<int> TorchBackend::worker_cpus() const { return impl_->worker_cpus; }
+
 std::string TorchBackend::describe() const {
-  if (impl_->kind == BackendKind::kCuda) {
-    return "cuda: " + std::to_string(impl_->num_devices) + " GPUs, one host worker each";
+  std::string pinning;
+  if (!impl_->worker_cpus.empty()) {
+    std::vector<std::string> cpus;
+    for (int c : impl_->worker_cpus) cpus.push_back(std::to_string(c));
+    pinning = impl_->worker_cpus.size() == 1 ? " pinned to CPU " + cpus.front()
+                                             : " pinned to CPUs " + core::join(cpus);
   }
-  return "cpu: " + std::to_string(impl_->num_devices) +
-         " worker threads, 1 LibTorch intra-op thread each";
+  if (impl_->kind == BackendKind::kCuda) {
+    return "cuda: " + std::to_string(impl_->num_devices) + " GPUs, one host worker each" + pinning;
+  }
+  return "cpu: " + std::to_string(impl_->num_devices) + " worker threads" + pinning +
+         ", 1 LibTorch intra-op thread each";
 }
 
 ExecutionResult TorchBackend::execute(const core::Graph& graph, const core::Decision& decision,
@@ -371,9 +409,16 @@ ExecutionResult TorchBackend::execute(const core::Graph& graph, const core::Deci
 
   std::vector<std::thread> threads;
   threads.reserve(devices);
-  for (DeviceId d = 0; d < impl_->num_devices; ++d) threads.emplace_back(worker, d);
-
   ExecutionResult result;
+  result.pinned = !impl_->worker_cpus.empty();
+  for (DeviceId d = 0; d < impl_->num_devices; ++d) {
+    threads.emplace_back(worker, d);
+    // Pinned before its first step: a worker waits for the step to start.
+    if (result.pinned) {
+      result.pinned = pin_to_cpu(threads.back(), impl_->worker_cpus[static_cast<std::size_t>(d)]);
+    }
+  }
+
   std::vector<std::vector<double>> timelines;  // per timed step: op starts, ends, copies
   const int total = options.warmup_steps + options.timed_steps;
   for (int step = 0; step < total && !stop.load(); ++step) {

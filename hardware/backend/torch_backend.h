@@ -12,12 +12,13 @@ namespace gopt::hardware::backend {
 class TorchBackend final : public Backend {
  public:
   /// Throws InputError for num_devices < 1 and BackendUnavailable when CUDA cannot run.
-  TorchBackend(BackendKind kind, DeviceId num_devices);
+  TorchBackend(BackendKind kind, DeviceId num_devices, const BackendOptions& options);
   ~TorchBackend() override;
 
   [[nodiscard]] BackendKind kind() const override;
   [[nodiscard]] DeviceId num_devices() const override;
   [[nodiscard]] std::string describe() const override;
+  [[nodiscard]] std::vector<int> worker_cpus() const override;
   [[nodiscard]] ExecutionResult execute(const core::Graph& graph, const core::Decision& decision,
                                         const ExecutionOptions& options) override;
 

@@ -6,6 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "hardware/backend/kernels.h"
 #include "hardware/backend/microbench.h"
 #include "tests/support/expect_error.h"
@@ -180,6 +184,31 @@ TEST(BackendTest, BadInputIsReported) {
   EXPECT_TRUE(gopt::testing::contains(what, "unknown backend; expected one of cpu, cuda")) << what;
   what = gopt::testing::error_of([] { (void)make_backend(BackendKind::kCpu, 0); });
   EXPECT_TRUE(gopt::testing::contains(what, "at least 1 device")) << what;
+}
+
+TEST(BackendTest, WorkersArePinnedToCpusOfTheirOwnUnlessAsked) {
+  const auto cpus = usable_cpus();
+  ASSERT_FALSE(cpus.empty()) << "the process's affinity mask is unreadable";
+  EXPECT_TRUE(std::is_sorted(cpus.begin(), cpus.end()));
+  core::Graph g = diamond();
+  const auto options = ExecutionOptions().with_warmup_steps(0).with_timed_steps(1);
+
+  auto pinned = make_backend(BackendKind::kCpu, 1);
+  ASSERT_EQ(pinned->worker_cpus(), std::vector<int>{cpus.front()});
+  EXPECT_TRUE(
+      gopt::testing::contains(pinned->describe(), "pinned to CPU " + std::to_string(cpus.front())))
+      << pinned->describe();
+  EXPECT_TRUE(pinned->execute(g, core::Decision(), options).pinned);
+
+  auto free = make_backend(BackendKind::kCpu, 1, BackendOptions().with_pin_workers(false));
+  EXPECT_TRUE(free->worker_cpus().empty());
+  EXPECT_FALSE(gopt::testing::contains(free->describe(), "pinned")) << free->describe();
+  EXPECT_FALSE(free->execute(g, core::Decision(), options).pinned);
+
+  // More devices than usable CPUs: nothing to pin to.
+  auto crowded = make_backend(BackendKind::kCpu, static_cast<DeviceId>(cpus.size() + 1));
+  EXPECT_TRUE(crowded->worker_cpus().empty());
+  EXPECT_FALSE(crowded->execute(g, core::Decision(), options).pinned);
 }
 
 TEST(BackendTest, CudaRunsOrSkipsWithAReason) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <vector>
 
 #include "tests/support/expect_error.h"
 
@@ -44,6 +45,23 @@ TEST(ValidationTest, KendallTauOfPerfectAndReversedOrders) {
   EXPECT_DOUBLE_EQ(kendall_tau_b({1, 2, 3, 4}, {10, 20, 30, 40}), 1.0);
   EXPECT_DOUBLE_EQ(kendall_tau_b({1, 2, 3, 4}, {4, 3, 2, 1}), -1.0);
   EXPECT_DOUBLE_EQ(kendall_tau_b({1}, {1}), 0.0);
+}
+
+TEST(ValidationTest, QuantilesInterpolateAndTheIqrIgnoresOneOutlier) {
+  // numpy.percentile([4, 1, 3, 2], [25, 50, 75]) = 1.75, 2.5, 3.25.
+  EXPECT_DOUBLE_EQ(quantile({4, 1, 3, 2}, 0.25), 1.75);
+  EXPECT_DOUBLE_EQ(quantile({4, 1, 3, 2}, 0.5), median({4, 1, 3, 2}));
+  EXPECT_DOUBLE_EQ(quantile({4, 1, 3, 2}, 0.75), 3.25);
+  EXPECT_DOUBLE_EQ(quantile({4, 1, 3, 2}, 0), 1);
+  EXPECT_DOUBLE_EQ(quantile({4, 1, 3, 2}, 1), 4);
+  EXPECT_DOUBLE_EQ(quantile({}, 0.5), 0);
+  // Nine steps of 10 ms and one of 50 ms: the range is 4x the median, the IQR 0.
+  std::vector<double> steps(9, 0.010);
+  steps.push_back(0.050);
+  EXPECT_DOUBLE_EQ(relative_iqr(steps), 0);
+  EXPECT_NEAR(relative_iqr({0.9, 1.0, 1.1, 1.2, 0.8}), 0.2, 1e-12);
+  EXPECT_DOUBLE_EQ(relative_iqr({}), 0);
+  EXPECT_DOUBLE_EQ(relative_iqr({0, 0, 0}), 0);
 }
 
 TEST(ValidationTest, NonPositiveMeasurementIsAnInputError) {

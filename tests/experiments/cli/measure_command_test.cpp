@@ -17,6 +17,7 @@
 
 #include "experiments/results/results_file.h"
 #include "experiments/run/measure.h"
+#include "hardware/backend/backend.h"
 #include "hardware/profile.h"
 #include "tests/support/expect_error.h"
 #include "tests/support/files.h"
@@ -88,6 +89,8 @@ TEST_F(MeasureCommandTest, WritesMeasuredBesideSimulatedAndTablesShowThem) {
     EXPECT_GE(m->measured_spread, 0);
     EXPECT_EQ(m->repeats, 2);  // rounds x steps
     EXPECT_EQ(m->rounds, 2);
+    ASSERT_EQ(m->step_times_s.size(), 2u);
+    for (double t : m->step_times_s) EXPECT_GT(t, 0);
     EXPECT_GT(m->cpu_share, 0);
     EXPECT_FALSE(m->fusion_dropped);
     EXPECT_TRUE(contains(m->measured_backend, "cpu: 2 worker")) << m->measured_backend;
@@ -115,10 +118,19 @@ TEST_F(MeasureCommandTest, WritesMeasuredBesideSimulatedAndTablesShowThem) {
   ASSERT_EQ(again.exit_code, 0) << again.err;
   EXPECT_TRUE(contains(again.err, "0 results measured")) << again.err;
   EXPECT_TRUE(contains(again.err, "16 measured earlier kept")) << again.err;
-  const auto redo = run_command(measure(file, "--remeasure"));
+  const auto redo = run_command(measure(file, "--remeasure --unpinned"));
   ASSERT_EQ(redo.exit_code, 0) << redo.err;
   EXPECT_TRUE(contains(redo.err, "16 results measured")) << redo.err;
-  EXPECT_EQ(read_results_file(file).measurements.size(), 16u);
+  const ResultsFile remeasured = read_results_file(file);
+  ASSERT_EQ(remeasured.measurements.size(), 16u);
+  // Pinned by default (where the process may use two CPUs), not with --unpinned.
+  for (const auto& m : remeasured.measurements) {
+    EXPECT_FALSE(contains(m.measured_backend, "pinned")) << m.measured_backend;
+  }
+  if (hardware::backend::usable_cpus().size() >= 2) {
+    EXPECT_TRUE(contains(f.measurements.front().measured_backend, "pinned to CPUs"))
+        << f.measurements.front().measured_backend;
+  }
 }
 
 // Sets a stop flag as soon as the progress it receives names `word`: an interruption at a

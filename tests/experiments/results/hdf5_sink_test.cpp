@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "core/errors.h"
+#include "experiments/results/hdf5_digests.h"
 #include "tests/support/files.h"
 
 namespace gopt::experiments {
@@ -673,6 +674,7 @@ TEST(Hdf5SinkTest, MeasurementsRoundTripAndDamageIsDetected) {
   m.measured_at = "2026-12-07T09:00:00Z";
   m.provenance = sample_metadata().provenance;
   m.provenance.command = "gopt measure r.h5";
+  m.step_times_s = {0.0131, 0.0129, 0.0140};
   {
     Hdf5Sink sink(path, Hdf5SinkOptions().with_open_mode(OpenMode::kResume));
     sink.write_measurement(m);
@@ -698,6 +700,7 @@ TEST(Hdf5SinkTest, MeasurementsRoundTripAndDamageIsDetected) {
   EXPECT_EQ(back->profile, "cpu2");
   EXPECT_EQ(back->measured_at, m.measured_at);
   EXPECT_EQ(back->provenance, m.provenance);
+  EXPECT_EQ(back->step_times_s, m.step_times_s);
   EXPECT_EQ(back->format_minor_version, kResultsFormatMinorVersion);
 
   // A changed measured time no longer matches the digest (opened with the writer's format
@@ -726,4 +729,88 @@ TEST(Hdf5SinkTest, MeasurementsRoundTripAndDamageIsDetected) {
 }
 
 }  // namespace
+
+namespace {
+
+// Opens `path` for writing into its object headers (the writer's format bounds).
+hid_t open_for_surgery(const std::filesystem::path& path) {
+  hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+  H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_LATEST);
+  hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, fapl);
+  H5Pclose(fapl);
+  return f;
+}
+
+template <typename T>
+void replace_attr(hid_t g, const char* key, hid_t file_type, hid_t mem_type, T value) {
+  H5Adelete(g, key);
+  hid_t space = H5Screate(H5S_SCALAR);
+  hid_t a = H5Acreate2(g, key, file_type, space, H5P_DEFAULT, H5P_DEFAULT);
+  H5Awrite(a, mem_type, &value);
+  H5Aclose(a);
+  H5Sclose(space);
+}
+
+}  // namespace
+
+TEST(Hdf5SinkTest, MeasurementsOfFormat22HaveNoStepTimesAndStepTimesAreDigested) {
+  auto dir = temp_dir();
+  auto path = dir / "r.h5";
+  const auto metis = sample_result("metis", 1, false);
+  write_file_with(path, metis);
+  Measurement m;
+  m.key = metis.key;
+  m.simulated_step_time_s = 0.0125;
+  m.measured_step_time_s = 0.0131;
+  m.repeats = 2;
+  m.rounds = 1;
+  m.measured_backend = "cpu: 2 worker threads";
+  m.step_times_s = {0.0131, 0.0133};
+  {
+    Hdf5Sink sink(path, Hdf5SinkOptions().with_open_mode(OpenMode::kResume));
+    sink.write_measurement(m);
+  }
+  const std::string object = "/measured/" + result_group_name(metis.key);
+
+  // One step time changed: the digest covers them.
+  {
+    hid_t f = open_for_surgery(path);
+    ASSERT_GE(f, 0);
+    hid_t g = H5Gopen2(f, object.c_str(), H5P_DEFAULT);
+    ASSERT_GE(g, 0);
+    hid_t set = H5Dopen2(g, "step_times_s", H5P_DEFAULT);
+    ASSERT_GE(set, 0);
+    const double forged[2] = {0.0131, 0.0010};
+    EXPECT_GE(H5Dwrite(set, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, forged), 0);
+    H5Dclose(set);
+    H5Gclose(g);
+    H5Fclose(f);
+  }
+  EXPECT_EQ(error_of(path), path.string() + ": " + object +
+                                ": the measurement's contents do not match its digest (the file "
+                                "is damaged)");
+
+  // As a 2.2 writer left it: no dataset, minor version 2, the digest without step times.
+  {
+    hid_t f = open_for_surgery(path);
+    ASSERT_GE(f, 0);
+    hid_t g = H5Gopen2(f, object.c_str(), H5P_DEFAULT);
+    ASSERT_GE(g, 0);
+    EXPECT_GE(H5Ldelete(g, "step_times_s", H5P_DEFAULT), 0);
+    Measurement old = m;
+    old.step_times_s.clear();
+    replace_attr<std::int64_t>(g, "format_minor_version", H5T_STD_I64LE, H5T_NATIVE_INT64, 2);
+    replace_attr<std::uint64_t>(g, "digest", H5T_STD_U64LE, H5T_NATIVE_UINT64,
+                                h5::measurement_digest(old));
+    H5Gclose(g);
+    H5Fclose(f);
+  }
+  auto file = read_results_file(path);
+  const Measurement* back = file.measurement(metis.key);
+  ASSERT_NE(back, nullptr);
+  EXPECT_EQ(back->format_minor_version, 2);
+  EXPECT_TRUE(back->step_times_s.empty());
+  EXPECT_EQ(back->measured_step_time_s, m.measured_step_time_s);
+}
+
 }  // namespace gopt::experiments
