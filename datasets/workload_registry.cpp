@@ -323,23 +323,27 @@ core::Graph load_graph(const std::string& name_or_path, const WorkloadRegistry& 
   return core::read_graph_file(path);
 }
 
+std::string size_cells_markdown(const core::Graph& g) {
+  auto s = core::summarize(core::CompiledGraph::compile(g));
+  auto params = g.attrs().find("num_parameters");
+  std::ostringstream out;
+  out << s.num_nodes << " | " << s.num_edges << " | " << core::format_flops(s.total_flops) << " | "
+      << (params == g.attrs().end() ? "?" : params->second) << " | "
+      << core::format_bytes(static_cast<double>(s.total_param_bytes));
+  return out.str();
+}
+
 std::string suite_table_markdown(const WorkloadRegistry& registry) {
   std::ostringstream out;
   out << "| graph | family | nodes | edges | FLOPs per step | parameters | parameter bytes "
          "(with optimizer slots) | default hyperparameters |\n";
   out << "|---|---|---:|---:|---:|---:|---:|---|\n";
   for (const auto& wi : registry.list()) {
-    core::Graph g = registry.generate(wi.name);
-    auto s = core::summarize(core::CompiledGraph::compile(g));
     std::vector<std::string> hp;
     for (const auto& spec : wi.hyperparameters)
       hp.push_back(spec.name + "=" + spec.default_string());
-    auto params = g.attrs().find("num_parameters");
-    out << "| " << wi.name << " | " << wi.family << " | " << s.num_nodes << " | " << s.num_edges
-        << " | " << core::format_flops(s.total_flops) << " | "
-        << (params == g.attrs().end() ? "?" : params->second) << " | "
-        << core::format_bytes(static_cast<double>(s.total_param_bytes)) << " | " << join(hp, " ")
-        << " |\n";
+    out << "| " << wi.name << " | " << wi.family << " | "
+        << size_cells_markdown(registry.generate(wi.name)) << " | " << join(hp, " ") << " |\n";
   }
   return out.str();
 }

@@ -120,4 +120,8 @@ struct LoadOptions {
 /// table in docs/workloads.md (`gopt graph list --markdown`).
 [[nodiscard]] std::string suite_table_markdown(const WorkloadRegistry& registry);
 
+/// The size cells of a markdown table row for `g` (nodes | edges | FLOPs per step |
+/// parameters | parameter bytes), as the suite table has them.
+[[nodiscard]] std::string size_cells_markdown(const core::Graph& g);
+
 }  // namespace gopt::datasets

@@ -11,9 +11,12 @@
 #include "core/compiled_graph.h"
 #include "core/graph_io.h"
 #include "core/graph_summary.h"
+#include "core/strings.h"
 #include "datasets/onnx_importer.h"
 #include "datasets/workload_registry.h"
 #include "experiments/cli/cli.h"
+#include "experiments/config/config.h"
+#include "experiments/run/runner.h"
 
 namespace gopt::experiments {
 namespace {
@@ -95,6 +98,24 @@ int print_info(const std::string& file, const datasets::WorkloadRegistry& regist
     }
     out << "  " << type << std::string(type.size() < 28 ? 28 - type.size() : 1, ' ') << count
         << "\n";
+  }
+  return kExitOk;
+}
+
+// The workloads of an experiment config, as the suite table: each graph generated with the
+// config's `set:` overrides (docs/workloads.md "Real-hardware sizes").
+int list_config_workloads(const std::string& config_path,
+                          const datasets::WorkloadRegistry& registry, CliContext& ctx) {
+  const ExperimentConfig config = load_config(config_path);
+  ctx.out << "| workload | graph | nodes | edges | FLOPs per step | parameters | parameter bytes "
+             "(with optimizer slots) | set |\n";
+  ctx.out << "|---|---|---:|---:|---:|---:|---:|---|\n";
+  for (const auto& w : config.workloads) {
+    std::vector<std::string> set;
+    for (const auto& [key, value] : w.overrides) set.push_back(key + "=" + value);
+    ctx.out << "| " << w.name << " | " << w.graph << " | "
+            << datasets::size_cells_markdown(load_workload(w, registry)) << " | "
+            << core::join(set, " ") << " |\n";
   }
   return kExitOk;
 }
@@ -191,6 +212,7 @@ void add_list_command(CLI::App& graph, CliContext& context, const Registry& regi
   struct ListArgs {
     bool markdown = false;
     bool verbose = false;
+    std::string config;
   };
   auto list_args = std::make_shared<ListArgs>();
   auto* list = graph.add_subcommand("list", "List the workload suite, one line per graph");
@@ -198,8 +220,15 @@ void add_list_command(CLI::App& graph, CliContext& context, const Registry& regi
                  "Generate every workload and print the docs/workloads.md size table");
   list->add_flag("-v,--verbose", list_args->verbose,
                  "Also list each workload's hyperparameters, defaults and allowed ranges");
+  list->add_option("--config", list_args->config,
+                   "Instead of the suite, the workloads of this experiment config, generated\n"
+                   "with its overrides, as a markdown size table")
+      ->excludes("--verbose");
   list->callback([&context, list_args, registry] {
     context.action = [&context, list_args, registry] {
+      if (!list_args->config.empty()) {
+        return list_config_workloads(list_args->config, *registry, context);
+      }
       return list_workloads(*registry, list_args->markdown, list_args->verbose, context);
     };
   });

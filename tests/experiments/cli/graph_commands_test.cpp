@@ -30,6 +30,24 @@ TEST(GraphCommandsTest, ListShowsTheSuite) {
   EXPECT_TRUE(contains(v.out, "[1, 32]")) << v.out;
 }
 
+TEST(GraphCommandsTest, ListOfAConfigIsTheRealHardwareTableOfTheDocs) {
+  const std::string config =
+      std::string(GOPT_SOURCE_DIR) + "/experiments/configs/table1_real_cpu.yaml";
+  auto r = run_command(kGopt + " graph list --config " + config);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // The config's overrides applied: rnnlm_2 at hidden 512 is far smaller than the suite's.
+  EXPECT_TRUE(contains(r.out, "| rnnlm_2 | rnnlm_2 | 1065 |")) << r.out;
+  EXPECT_TRUE(contains(r.out, "hidden=512")) << r.out;
+  const std::string docs =
+      core::read_text_file(std::string(GOPT_SOURCE_DIR) + "/docs/workloads.md");
+  EXPECT_TRUE(contains(docs, r.out))
+      << "regenerate the real-hardware table in docs/workloads.md with `gopt graph list --config "
+         "experiments/configs/table1_real_cpu.yaml`";
+  auto bad = run_command(kGopt + " graph list --config missing.yaml");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_TRUE(contains(bad.err, "missing.yaml")) << bad.err;
+}
+
 TEST(GraphCommandsTest, GenerateWritesAGraphFile) {
   auto out = std::filesystem::temp_directory_path() / "gopt_cli_gnmt.json";
   auto r = run_command(kGopt + " graph generate gnmt_2 --set src_len=3 --set tgt_len=3 --out " +
