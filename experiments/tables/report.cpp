@@ -2,10 +2,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <vector>
 
 #include "core/errors.h"
+#include "core/strings.h"
 #include "experiments/tables/tables.h"
 
 namespace gopt::experiments {
@@ -54,6 +56,24 @@ void row(std::ostringstream& out, const std::string& key, const std::string& val
          bool code = false) {
   if (value.empty()) return;
   out << "| " << key << " | " << (code ? "`" + value + "`" : value) << " |\n";
+}
+
+// What the page's step times are: simulated on the results' hardware, and, for the results
+// `gopt measure` executed, measured on its backend (the `measured` tables).
+std::string step_times_text(const ResultsFile& file) {
+  std::set<std::string> hardware, backends;
+  for (const auto& r : file.results) hardware.insert(r.hardware);
+  for (const auto& m : file.measurements) backends.insert(m.measured_backend);
+  std::string text = "simulated";
+  if (!hardware.empty()) {
+    text += " on " + core::join(std::vector<std::string>(hardware.begin(), hardware.end()));
+  }
+  if (file.measurements.empty()) return text + "; none of this file's decisions was executed";
+  return text + ", in every table but `measured` and `measured_winners`, which set beside them " +
+         std::to_string(file.measurements.size()) + " of the " +
+         std::to_string(file.results.size()) + " results' decisions measured on " +
+         core::join(std::vector<std::string>(backends.begin(), backends.end()), "; ") +
+         " (`gopt measure`)";
 }
 
 void provenance_rows(std::ostringstream& out, const Provenance& p) {
@@ -130,6 +150,7 @@ std::string render_report(const ResultsFile& file, const ReportOptions& options)
   if (!file.running.empty()) counts += ", " + std::to_string(file.running.size()) + " training";
   row(out, "results", counts);
   row(out, "format version", std::to_string(file.format_version));
+  row(out, "step times", step_times_text(file));
   history_section(out, m);
   out << "\n";
   for (const auto& w : provenance_warnings(file)) out << "> **Warning:** " << w << "\n\n";

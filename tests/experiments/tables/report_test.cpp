@@ -50,6 +50,20 @@ TEST(ReportTest, APageHasTheProvenanceTheTablesAndTheConfig) {
   EXPECT_TRUE(contains(page, "| gopt | 0.1.0, revision abc1234 |")) << page;
   EXPECT_TRUE(contains(page, "`fixture.yaml`")) << page;
   EXPECT_FALSE(contains(page, "/srv/")) << page;
+  // Which step times are simulated, and which measured.
+  ASSERT_FALSE(file.results.empty());
+  EXPECT_TRUE(contains(page, "| step times | simulated on " + file.results.front().hardware +
+                                 "; none of this file's decisions was executed |"))
+      << page;
+  Measurement m;
+  m.key = file.results.front().key;
+  m.measured_backend = "cpu: 2 worker threads";
+  m.measured_step_time_s = m.simulated_step_time_s = 0.01;
+  file.measurements.push_back(m);
+  EXPECT_TRUE(contains(render_report(file, options),
+                       "which set beside them 1 of the " + std::to_string(file.results.size()) +
+                           " results' decisions measured on cpu: 2 worker threads"));
+  file.measurements.clear();
   // The same tables as `gopt table`.
   EXPECT_TRUE(contains(page, render_tables(build_tables(file), TableFormat::kMarkdown))) << page;
   if (!file.metadata.config_yaml.empty()) {
