@@ -70,7 +70,7 @@ void for_each_file_config(
 
 BoundRefresh recompute_lower_bounds(ResultsFile& file) {
   BoundRefresh refresh;
-  std::set<std::string> raised;
+  std::set<std::string> raised, recomputed;
   for_each_file_config(
       file, "the bounds cannot be recomputed",
       [&](const FileConfigSetup& setup, const std::vector<RunResult*>& results) {
@@ -81,7 +81,8 @@ BoundRefresh recompute_lower_bounds(ResultsFile& file) {
           if (it == bound.end()) continue;
           const core::CompiledGraph graph = compile_workload(w, setup.workloads);
           it->second = simulator::compute_lower_bounds(graph, setup.cluster, *setup.cost).best_s();
-          ++refresh.workloads;
+          recomputed.insert(w.name);
+          ++refresh.graphs;
         }
         for (RunResult* r : results) {
           const double b = bound[r->key.workload];
@@ -92,14 +93,20 @@ BoundRefresh recompute_lower_bounds(ResultsFile& file) {
         }
       });
   refresh.raised = raised.size();
+  refresh.workloads = recomputed.size();  // a workload of several configs counts once
   return refresh;
 }
 
 std::string bound_refresh_note(const BoundRefresh& refresh) {
   return "Lower bounds recomputed from the file's config by gopt " + std::string(version()) +
          " (revision " + std::string(git_revision()) + ") for " +
-         std::to_string(refresh.workloads) + " workloads, above the stored bound on " +
-         std::to_string(refresh.raised) + "; each result's bound is the larger of the two.";
+         std::to_string(refresh.workloads) + " workloads" +
+         (refresh.graphs > refresh.workloads
+              ? " (" + std::to_string(refresh.graphs) +
+                    " graphs, one per config of the file's results that names it)"
+              : std::string()) +
+         ", above the stored bound on " + std::to_string(refresh.raised) +
+         "; each result's bound is the larger of the two.";
 }
 
 }  // namespace gopt::experiments

@@ -60,7 +60,10 @@ void for_each_file_config(
 
 /// What recompute_lower_bounds did.
 struct BoundRefresh {
-  std::size_t workloads = 0;  ///< workloads whose graphs were rebuilt and bounded
+  std::size_t workloads = 0;  ///< workload labels whose graphs were rebuilt and bounded
+  /// Graphs rebuilt: one per workload and config its results ran under (a resumed file may
+  /// hold several configs of one label, alike or not).
+  std::size_t graphs = 0;
   std::size_t raised = 0;     ///< of those, the ones whose bound rose above the stored one
 };
 

@@ -369,6 +369,7 @@ TEST(TableCommandTest, RecomputedBoundsRaiseWeakerStoredOnesAndSaySo) {
   }
   const BoundRefresh refresh = recompute_lower_bounds(file);
   EXPECT_EQ(refresh.workloads, 2u);
+  EXPECT_EQ(refresh.graphs, 2u);
   EXPECT_EQ(refresh.raised, 2u);
   for (std::size_t i = 0; i < stored.size(); ++i) {
     EXPECT_DOUBLE_EQ(file.results[i].lower_bound_s, stored[i]);  // the same build's bound
@@ -418,7 +419,10 @@ TEST(TableCommandTest, ResultsOfAResumeWithAnotherConfigAreRebuiltFromTheirOwn) 
   ResultsFile file = read_results_file(out);
   for (auto& r : file.results) r.lower_bound_s = 1e-9;
   const BoundRefresh refresh = recompute_lower_bounds(file);
-  EXPECT_EQ(refresh.workloads, 2u);  // one graph per config
+  EXPECT_EQ(refresh.workloads, 1u);
+  EXPECT_EQ(refresh.graphs, 2u);  // one graph per config
+  EXPECT_TRUE(contains(bound_refresh_note(refresh), "for 1 workloads (2 graphs, one per config"))
+      << bound_refresh_note(refresh);
   for (std::size_t i = 0; i < file.results.size(); ++i) {
     EXPECT_DOUBLE_EQ(file.results[i].lower_bound_s, recorded.results[i].lower_bound_s) << i;
     EXPECT_EQ(config_yaml_of(file, file.results[i]),
