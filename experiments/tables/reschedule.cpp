@@ -1,6 +1,7 @@
 #include "experiments/tables/reschedule.h"
 
 #include <map>
+#include <set>
 #include <vector>
 
 #include "agents/agent.h"
@@ -23,6 +24,7 @@ Reschedule reschedule_critical_path(ResultsFile& file) {
     }
   }
   Reschedule done;
+  std::set<std::string> labels;
   for_each_file_config(
       file, "the decisions cannot be re-simulated",
       [&](const FileConfigSetup& setup, const std::vector<RunResult*>& results) {
@@ -54,9 +56,10 @@ Reschedule reschedule_critical_path(ResultsFile& file) {
             }
             ++done.results;
           }
-          ++done.workloads;
+          labels.insert(w.name);
         }
       });
+  done.workloads = labels.size();  // a workload of several configs counts once
   return done;
 }
 

@@ -24,7 +24,7 @@ inline const std::vector<std::string> kRecordedOnlyTables = {"convergence"};
 
 /// What reschedule_critical_path did.
 struct Reschedule {
-  std::size_t workloads = 0;  ///< workloads whose graphs were rebuilt
+  std::size_t workloads = 0;  ///< workload labels whose graphs were rebuilt (each once)
   std::size_t results = 0;    ///< results re-simulated
 };
 

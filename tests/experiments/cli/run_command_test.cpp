@@ -431,6 +431,7 @@ TEST(TableCommandTest, ResultsOfAResumeWithAnotherConfigAreRebuiltFromTheirOwn) 
   // The expert's decision re-simulated on its own graph: the longer one takes longer.
   const Reschedule done = reschedule_critical_path(file);
   EXPECT_EQ(done.results, 2u);
+  EXPECT_EQ(done.workloads, 1u);  // one label, though two configs and graphs
   EXPECT_GT(file.results[1].best_step_time_s, file.results[0].best_step_time_s * 2);
   // A result whose config the file does not record is named, and nothing is changed.
   file.results[1].provenance.config_hash = "0123456789abcdef";
