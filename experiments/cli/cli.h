@@ -87,4 +87,9 @@ void add_validate_command(CLI::App& app, CliContext& context);
 /// Registers `gopt measure` (measure_command.cpp).
 void add_measure_command(CLI::App& app, CliContext& context);
 
+/// Measures `results` as `gopt measure RESULTS` does with the default options, reporting on
+/// `context` (its command line recorded, Ctrl-C honoured); the exit status. `gopt run
+/// --measure` ends with it.
+[[nodiscard]] int measure_results_command(const std::string& results, CliContext& context);
+
 }  // namespace gopt::experiments

@@ -21,7 +21,7 @@ struct MeasureArgs {
   MeasureOptions options;
 };
 
-int run_measure(MeasureArgs& args, CliContext& ctx) {
+int run_measure(const MeasureArgs& args, CliContext& ctx) {
   MeasureOptions options = args.options;
   options.with_command(ctx.command_line).with_progress(&ctx.err).with_stop(&stop_requested());
   MeasureSummary s;
@@ -44,6 +44,12 @@ int run_measure(MeasureArgs& args, CliContext& ctx) {
 }
 
 }  // namespace
+
+int measure_results_command(const std::string& results, CliContext& context) {
+  MeasureArgs args;
+  args.results = results;
+  return run_measure(args, context);
+}
 
 void add_measure_command(CLI::App& app, CliContext& context) {
   auto args = std::make_shared<MeasureArgs>();

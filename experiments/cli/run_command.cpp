@@ -30,6 +30,7 @@
 #include "experiments/results/hdf5_sink.h"
 #include "experiments/results/provenance.h"
 #include "experiments/results/version.h"
+#include "experiments/run/measure.h"
 #include "experiments/run/plan.h"
 #include "experiments/run/projection.h"
 #include "experiments/run/resume.h"
@@ -57,8 +58,9 @@ struct RunArgs {
   double snapshot_s = 60;
   double curve_flush_s = 30;
   double peer_timeout_s = 60;
-  std::string costs;  ///< --dry-run: project the run from this results file's job costs
-  int ranks = 1;      ///< --dry-run --costs: processes the projection shares the run among
+  std::string costs;     ///< --dry-run: project the run from this results file's job costs
+  int ranks = 1;         ///< --dry-run --costs: processes the projection shares the run among
+  bool measure = false;  ///< --measure: `gopt measure` the results file when the run ends
 };
 
 // Threads per job for simulating its samples: --simulate-threads, else the cores this
@@ -131,12 +133,23 @@ int run_experiment_command(const RunArgs& args, CliContext& ctx) {
     ctx.err << "gopt: error: --resume needs a results file, not --out -\n";
     return kExitUsage;
   }
+  if (console_only && args.measure) {
+    ctx.err << "gopt: error: --measure needs a results file, not --out -\n";
+    return kExitUsage;
+  }
+  // Refused before anything runs: a run of hours is not to end in "cannot be measured".
+  if (args.measure) check_measurable(config, args.config);
   // Read before any file is opened: a bad GOPT_CPU_KERNEL must leave an existing file alone.
   const std::string cpu_numerics = agents::cpu_numerics_description();
 
   // Started by torchrun (or with its variables): join the other ranks before anything else;
   // without them, or with WORLD_SIZE=1, the run is this process's alone.
   const auto launch = read_launch_environment(process_environment());
+  if (args.measure && launch && launch->world_size > 1) {
+    ctx.err << "gopt: error: --measure measures on one machine; under torchrun, run `gopt "
+               "measure RESULTS.h5` on it after the run\n";
+    return kExitUsage;
+  }
   std::unique_ptr<Distributed> peers;
   std::unique_ptr<StoreRunTeam> team;
   if (launch && launch->world_size > 1) {
@@ -344,7 +357,9 @@ int run_writer(const RunArgs& args, ExperimentConfig& config, const std::string&
   }
   if (!snapshots.empty()) std::filesystem::remove(snapshots, ec);  // only when empty
 
-  return report_run(args, config, out, summary, ctx);
+  const int status = report_run(args, config, out, summary, ctx);
+  if (status != kExitOk || !args.measure) return status;
+  return measure_results_command(out, ctx);
 }
 
 }  // namespace
@@ -391,6 +406,11 @@ void add_run_command(CLI::App& app, CliContext& context) {
       ->check(positive_number())
       ->capture_default_str()
       ->needs(dry_run);
+  cmd->add_flag("--measure", args->measure,
+                "When the run ends, execute every result's decision on this machine's backend\n"
+                "(`gopt measure RESULTS.h5`); the config's hardware must be a measured\n"
+                "profile of this machine, which is checked before the run")
+      ->excludes(dry_run);
   auto* jobs = cmd->add_option("--jobs,-j", args->jobs, "Jobs to run in parallel threads")
                    ->check(positive_number())
                    ->capture_default_str();

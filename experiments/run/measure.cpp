@@ -12,6 +12,7 @@
 
 #include "agents/cpu_numerics.h"
 #include "core/errors.h"
+#include "experiments/config/config.h"
 #include "experiments/results/hdf5_sink.h"
 #include "experiments/results/provenance.h"
 #include "experiments/results/results_file.h"
@@ -109,6 +110,18 @@ bool stop_requested(const MeasureOptions& options) {
 }
 
 }  // namespace
+
+void check_measurable(const ExperimentConfig& config, const std::string& source,
+                      const MeasureOptions& options) {
+  const hardware::Cluster cluster = hardware::load_profile(config.hardware);
+  const std::string why = refusal(cluster, config.hardware, options);
+  if (!why.empty()) throw core::InputError(source, "hardware", why);
+  if (!options.backend.empty() && options.backend != backend_of(cluster)) {
+    throw core::InputError(source, "hardware",
+                           "its hardware '" + config.hardware + "' describes the " +
+                               backend_of(cluster) + " backend, not --backend " + options.backend);
+  }
+}
 
 MeasureSummary measure_results(const std::string& path, const MeasureOptions& options) {
   const auto start = Clock::now();

@@ -55,6 +55,14 @@ struct MeasureSummary {
   double wall_s = 0;
 };
 
+struct ExperimentConfig;
+
+/// Throws core::InputError naming `source` and its `hardware` when the results of `config`
+/// could not be measured here (as measure_results refuses them), so that `gopt run
+/// --measure` says so before it runs.
+void check_measurable(const ExperimentConfig& config, const std::string& source,
+                      const MeasureOptions& options = {});
+
 /// Measures the results of `path` (see the header comment). Throws core::InputError naming
 /// the file, before anything runs, when it is not a results file of the format this gopt
 /// writes, holds validation results (`gopt validate` measured them itself), records no

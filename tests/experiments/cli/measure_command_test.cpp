@@ -43,7 +43,8 @@ class MeasureCommandTest : public ::testing::Test {
 
   // A config of two tiny workloads, three baselines and a short HDP run, two seeds, on
   // `hardware`; run into `name`.h5, whose path it returns.
-  static std::string run_tiny(const std::string& name, const std::string& hardware) {
+  static std::string run_tiny(const std::string& name, const std::string& hardware,
+                              const std::string& extra = "", int expected_exit = 0) {
     const std::string config = dir_ + "/" + name + ".yaml";
     std::ofstream(config)
         << "name: " << name << "\ntable: placement\nhardware: " << hardware
@@ -56,8 +57,8 @@ class MeasureCommandTest : public ::testing::Test {
            "agents:\n  - single_device\n  - round_robin\n  - metis\n"
            "  - {name: hdp, options: {samples_per_step: 4}, budget: {steps: 3}}\n";
     const std::string out = dir_ + "/" + name + ".h5";
-    const auto r = run_command(kGopt + " run " + config + " --out " + out);
-    EXPECT_EQ(r.exit_code, 0) << r.err;
+    last_run_ = run_command(kGopt + " run " + config + " --out " + out + " " + extra);
+    EXPECT_EQ(last_run_.exit_code, expected_exit) << last_run_.err;
     return out;
   }
 
@@ -68,6 +69,7 @@ class MeasureCommandTest : public ::testing::Test {
   static inline std::string dir_;
   static inline std::string profile_;
   static inline gopt::testing::CommandResult calibrate_;
+  static inline gopt::testing::CommandResult last_run_;
 };
 
 TEST_F(MeasureCommandTest, WritesMeasuredBesideSimulatedAndTablesShowThem) {
@@ -154,6 +156,26 @@ class StopAtWord : public std::stringbuf {
   std::atomic<bool>& stop_;
   std::string word_;
 };
+
+// `gopt run --measure`: the run, then `gopt measure` of its file; refused before the run on
+// hardware that cannot be measured.
+TEST_F(MeasureCommandTest, RunWithMeasureMeasuresWhenTheRunEnds) {
+  ASSERT_EQ(calibrate_.exit_code, 0) << calibrate_.err;
+  const std::string file = run_tiny("run_measure", profile_, "--measure");
+  EXPECT_TRUE(contains(last_run_.err, "16 results measured")) << last_run_.err;
+  EXPECT_TRUE(contains(last_run_.out, "--table measured")) << last_run_.out;
+  const ResultsFile f = read_results_file(file);
+  EXPECT_EQ(f.measurements.size(), f.results.size());
+  EXPECT_EQ(f.results.size(), 16u);
+
+  const std::string refused = run_tiny("run_measure_p100", "p100x2_pcie", "--measure", 1);
+  EXPECT_TRUE(contains(last_run_.err, "hardware")) << last_run_.err;
+  EXPECT_TRUE(contains(last_run_.err, "not one measured on this machine")) << last_run_.err;
+  EXPECT_FALSE(std::filesystem::exists(refused));  // nothing ran
+  const auto console = run_command(kGopt + " run " + dir_ + "/run_measure.yaml --out - --measure");
+  EXPECT_EQ(console.exit_code, 2);
+  EXPECT_TRUE(contains(console.err, "--measure needs a results file")) << console.err;
+}
 
 TEST_F(MeasureCommandTest, AnInterruptedMeasureKeepsFinishedWorkloadsAndContinues) {
   ASSERT_EQ(calibrate_.exit_code, 0) << calibrate_.err;
