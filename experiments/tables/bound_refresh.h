@@ -64,7 +64,7 @@ struct BoundRefresh {
   /// Graphs rebuilt: one per workload and config its results ran under (a resumed file may
   /// hold several configs of one label, alike or not).
   std::size_t graphs = 0;
-  std::size_t raised = 0;     ///< of those, the ones whose bound rose above the stored one
+  std::size_t raised = 0;  ///< of those, the ones whose bound rose above the stored one
 };
 
 /// Raises each result's lower_bound_s to this build's bound of its workload on its config's

@@ -668,6 +668,38 @@ TEST(Hdf5SinkTest, MinorVersionsAreRecordedAndOlderMinorsStillReadAndResume) {
   expect_same(file.results[1], hdp);
 }
 
+// Opens `path` for writing into its object headers (the writer's format bounds, which
+// that needs).
+hid_t open_for_surgery(const std::filesystem::path& path) {
+  hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+  H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_LATEST);
+  hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, fapl);
+  H5Pclose(fapl);
+  return f;
+}
+
+// Replaces the scalar attribute `key` of `g` by `value`; false when HDF5 refused.
+template <typename T>
+bool replace_attr(hid_t g, const char* key, hid_t file_type, hid_t mem_type, T value) {
+  if (H5Adelete(g, key) < 0) return false;
+  hid_t space = H5Screate(H5S_SCALAR);
+  hid_t a = H5Acreate2(g, key, file_type, space, H5P_DEFAULT, H5P_DEFAULT);
+  const bool ok = a >= 0 && H5Awrite(a, mem_type, &value) >= 0;
+  if (a >= 0) H5Aclose(a);
+  H5Sclose(space);
+  return ok;
+}
+
+// A measurement of `key`'s decision with the fields every measurement has.
+Measurement sample_measurement(const ResultKey& key) {
+  Measurement m;
+  m.key = key;
+  m.simulated_step_time_s = 0.0125;
+  m.measured_step_time_s = 0.0131;
+  m.measured_backend = "cpu: 2 worker threads";
+  return m;
+}
+
 // A measurement (`gopt measure`, format 2.2) is written beside the results without a run's
 // begin(), reads back field for field, replaces one of the same key, leaves the results'
 // digests alone, and a changed value reads as damage.
@@ -676,17 +708,13 @@ TEST(Hdf5SinkTest, MeasurementsRoundTripAndDamageIsDetected) {
   auto path = dir / "r.h5";
   const auto metis = sample_result("metis", 1, false);
   write_file_with(path, metis);
-  Measurement m;
-  m.key = metis.key;
-  m.simulated_step_time_s = 0.0125;
-  m.measured_step_time_s = 0.0131;
+  Measurement m = sample_measurement(metis.key);
   m.measured_spread = 0.07;
   m.repeats = 25;
   m.rounds = 5;
   m.warmup_steps = 2;
   m.cpu_share = 0.97;
   m.fusion_dropped = true;
-  m.measured_backend = "cpu: 2 worker threads";
   m.profile = "cpu2";
   m.measured_at = "2026-12-07T09:00:00Z";
   m.provenance = sample_metadata().provenance;
@@ -720,52 +748,18 @@ TEST(Hdf5SinkTest, MeasurementsRoundTripAndDamageIsDetected) {
   EXPECT_EQ(back->step_times_s, m.step_times_s);
   EXPECT_EQ(back->format_minor_version, kResultsFormatMinorVersion);
 
-  // A changed measured time no longer matches the digest (opened with the writer's format
-  // bounds, which writing into its object headers needs).
-  hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-  H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_LATEST);
-  hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, fapl);
-  H5Pclose(fapl);
+  // A changed measured time no longer matches the digest.
+  hid_t f = open_for_surgery(path);
   ASSERT_GE(f, 0);
   const std::string object = "/measured/" + result_group_name(metis.key);
   hid_t g = H5Gopen2(f, object.c_str(), H5P_DEFAULT);
   ASSERT_GE(g, 0);
-  EXPECT_GE(H5Adelete(g, "measured_step_time_s"), 0);
-  hid_t space = H5Screate(H5S_SCALAR);
-  hid_t a = H5Acreate2(g, "measured_step_time_s", H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT);
-  ASSERT_GE(a, 0);
-  const double forged = 0.001;
-  EXPECT_GE(H5Awrite(a, H5T_NATIVE_DOUBLE, &forged), 0);
-  H5Sclose(space);
+  EXPECT_TRUE(replace_attr(g, "measured_step_time_s", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 0.001));
   H5Gclose(g);
-  H5Aclose(a);
   H5Fclose(f);
   EXPECT_EQ(error_of(path), path.string() + ": " + object +
                                 ": the measurement's contents do not match its digest (the file "
                                 "is damaged)");
-}
-
-}  // namespace
-
-namespace {
-
-// Opens `path` for writing into its object headers (the writer's format bounds).
-hid_t open_for_surgery(const std::filesystem::path& path) {
-  hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-  H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_LATEST);
-  hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, fapl);
-  H5Pclose(fapl);
-  return f;
-}
-
-template <typename T>
-void replace_attr(hid_t g, const char* key, hid_t file_type, hid_t mem_type, T value) {
-  H5Adelete(g, key);
-  hid_t space = H5Screate(H5S_SCALAR);
-  hid_t a = H5Acreate2(g, key, file_type, space, H5P_DEFAULT, H5P_DEFAULT);
-  H5Awrite(a, mem_type, &value);
-  H5Aclose(a);
-  H5Sclose(space);
 }
 
 }  // namespace
@@ -775,13 +769,9 @@ TEST(Hdf5SinkTest, MeasurementsOfFormat22HaveNoStepTimesAndStepTimesAreDigested)
   auto path = dir / "r.h5";
   const auto metis = sample_result("metis", 1, false);
   write_file_with(path, metis);
-  Measurement m;
-  m.key = metis.key;
-  m.simulated_step_time_s = 0.0125;
-  m.measured_step_time_s = 0.0131;
+  Measurement m = sample_measurement(metis.key);
   m.repeats = 2;
   m.rounds = 1;
-  m.measured_backend = "cpu: 2 worker threads";
   m.step_times_s = {0.0131, 0.0133};
   {
     Hdf5Sink sink(path, Hdf5SinkOptions().with_open_mode(OpenMode::kResume));
@@ -816,9 +806,10 @@ TEST(Hdf5SinkTest, MeasurementsOfFormat22HaveNoStepTimesAndStepTimesAreDigested)
     EXPECT_GE(H5Ldelete(g, "step_times_s", H5P_DEFAULT), 0);
     Measurement old = m;
     old.step_times_s.clear();
-    replace_attr<std::int64_t>(g, "format_minor_version", H5T_STD_I64LE, H5T_NATIVE_INT64, 2);
-    replace_attr<std::uint64_t>(g, "digest", H5T_STD_U64LE, H5T_NATIVE_UINT64,
-                                h5::measurement_digest(old));
+    EXPECT_TRUE(
+        replace_attr<std::int64_t>(g, "format_minor_version", H5T_STD_I64LE, H5T_NATIVE_INT64, 2));
+    EXPECT_TRUE(replace_attr<std::uint64_t>(g, "digest", H5T_STD_U64LE, H5T_NATIVE_UINT64,
+                                            h5::measurement_digest(old)));
     H5Gclose(g);
     H5Fclose(f);
   }
