@@ -53,10 +53,12 @@ CURVE_FIELDS = ["step", "samples", "best_step_time_s", "mean_step_time_s", "wall
 # The attributes of a /measured/<workload>:<agent>:<seed> group (format 2.2, written by
 # `gopt measure`: the result's decision executed on this machine's backend), after its key
 # (workload, agent, seed) and without digest and complete. Since 2.3 the group has one
-# dataset, step_times_s (every timed step).
+# dataset, step_times_s (every timed step); since 2.4 the fusion counts (fused_groups,
+# fused_ops, fused_loop_ops; None in older files).
 MEASUREMENT_ATTRS = [
     "simulated_step_time_s", "measured_step_time_s", "measured_spread", "repeats", "rounds",
-    "warmup_steps", "cpu_share", "fusion_dropped", "measured_backend", "profile",
+    "warmup_steps", "cpu_share", "fusion_dropped", "fused_groups", "fused_ops",
+    "fused_loop_ops", "measured_backend", "profile",
     "measured_at", "gopt_version", "git_revision", "host", "cpu_numerics", "libraries",
     "command", "config_hash", "format_minor_version",
 ]
@@ -255,8 +257,9 @@ def measurements_frame(path):
     on a real backend): workload, agent, seed, the executed decision's simulated and measured
     step times (s; measured: the median of the timed steps), measured_spread ((max - min) /
     median of the timed steps), repeats, rounds, warmup_steps, cpu_share (of the busiest
-    worker), fusion_dropped (bool: the decision's fusion was not executed, so both times are
-    of the unfused decision), the backend, profile, measured_at, the measuring process's
+    worker), fusion_dropped (bool: measured by a gopt that did not execute fusion, so both
+    times are of the unfused decision), fused_groups, fused_ops and fused_loop_ops (how the
+    backend ran the decision's fusion; None before format 2.4), the backend, profile, measured_at, the measuring process's
     provenance and format_minor_version; then step_times_s (a numpy array of every timed
     step, None before format 2.3) and spread: the interquartile range of the step times over
     their median, as `gopt table` reports it (measured_spread when there are no step times).

@@ -150,7 +150,6 @@ std::vector<Case> decision_cases(const Validation& v, const GraphSpec& spec,
                 << ")\n";
       continue;
     }
-    d.fusion.reset();  // the backends run ops unfused; compare like with like
     Case c;
     c.c.graph = spec.label;
     c.c.decision = agent == "random" ? "random_" + std::to_string(seed) : agent;

@@ -143,6 +143,12 @@ std::uint64_t measurement_digest(const Measurement& m) {
   for (const auto* v : {&m.measured_backend, &m.profile, &m.measured_at}) d.str(*v);
   for (const auto& [key, field] : provenance_fields(m.provenance)) d.str(*field);
   for (double t : m.step_times_s) d.f64(t);  // none before format 2.3: its digest unchanged
+  // Format 2.4's fusion counts; all 0 in older files, whose digests are then unchanged.
+  if (m.fused_groups != 0 || m.fused_ops != 0 || m.fused_loop_ops != 0) {
+    d.i64(m.fused_groups);
+    d.i64(m.fused_ops);
+    d.i64(m.fused_loop_ops);
+  }
   return d.value();
 }
 

@@ -306,6 +306,11 @@ Measurement read_measurement(const std::string& file, hid_t group, const std::st
   if (m.format_minor_version >= 3) {
     m.step_times_s = read_dataset<double>(file, group, name, "step_times_s", H5T_NATIVE_DOUBLE);
   }
+  if (m.format_minor_version >= 4) {
+    m.fused_groups = a.int64("fused_groups");
+    m.fused_ops = a.int64("fused_ops");
+    m.fused_loop_ops = a.int64("fused_loop_ops");
+  }
   if (a.uint64("digest") != measurement_digest(m)) {
     fail(file, name, "the measurement's contents do not match its digest (the file is damaged)");
   }

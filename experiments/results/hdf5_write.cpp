@@ -201,6 +201,9 @@ void write_measured_group(const std::string& file, hid_t root, const Measurement
   w.attr("warmup_steps", m.warmup_steps);
   w.attr("cpu_share", m.cpu_share);
   w.attr("fusion_dropped", m.fusion_dropped);
+  w.attr("fused_groups", m.fused_groups);
+  w.attr("fused_ops", m.fused_ops);
+  w.attr("fused_loop_ops", m.fused_loop_ops);
   w.attr("measured_backend", m.measured_backend);
   w.attr("profile", m.profile);
   w.attr("measured_at", m.measured_at);

@@ -139,7 +139,8 @@ struct Measurement {
   ResultKey key;  ///< the result whose decision ran
   /// The executed decision's simulated step time on the file's hardware and cost model,
   /// seconds: the result's decision as the backend ran it (without fusion when
-  /// `fusion_dropped`), so that it and `measured_step_time_s` describe the same execution.
+  /// `fusion_dropped`, in files measured before format 2.4), so that it and
+  /// `measured_step_time_s` describe the same execution.
   double simulated_step_time_s = 0;
   double measured_step_time_s = 0;  ///< median of every timed step, seconds
   double measured_spread = 0;       ///< (max - min) / median of the timed steps (noise)
@@ -152,8 +153,15 @@ struct Measurement {
   /// Median over the rounds of the busiest worker's CPU time over the step's wall time
   /// (hardware::backend::ExecutionResult::cpu_share); below 1 another process took CPU.
   double cpu_share = 0;
-  /// The decision fuses ops and the backend ran them unfused (it does not execute fusion).
+  /// The decision fuses ops and the backend ran them unfused: measured by a gopt whose
+  /// backend did not execute fusion (before format 2.4); never set since.
   bool fusion_dropped = false;
+  /// Format 2.4 (0 when read from older files): the decision's fused groups (two or more
+  /// ops each) the backend ran as one kernel, their member ops, and the members computed in
+  /// fused elementwise loops (hardware::backend::ExecutionResult).
+  std::int64_t fused_groups = 0;
+  std::int64_t fused_ops = 0;
+  std::int64_t fused_loop_ops = 0;
   std::string measured_backend;  ///< the backend ("cpu: 2 worker threads, ...")
   std::string profile;           ///< the measured hardware profile's name
   std::string measured_at;       ///< ISO 8601 UTC time the measurement finished

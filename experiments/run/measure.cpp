@@ -78,31 +78,28 @@ std::string refusal(const hardware::Cluster& cluster, const std::string& config_
   return "";
 }
 
-// A decision as the backend runs it: the backend does not execute fusion.
-core::Decision as_executed(const core::Decision& d, bool& fusion_dropped) {
-  fusion_dropped = d.fusion && std::any_of(d.fusion->begin(), d.fusion->end(),
-                                           [](std::int32_t f) { return f != 0; });
-  core::Decision executed = d;
-  executed.fusion.reset();
-  return executed;
-}
-
 // Identical decisions run once: the key of what the backend executes.
-using DecisionKey = std::tuple<std::vector<std::int32_t>, std::vector<std::int32_t>, bool, bool>;
+using DecisionKey = std::tuple<std::vector<std::int32_t>, std::vector<std::int32_t>,
+                               std::vector<std::int32_t>, bool, bool, bool>;
 DecisionKey key_of(const core::Decision& d) {
   return {d.placement.value_or(std::vector<std::int32_t>{}),
-          d.priority.value_or(std::vector<std::int32_t>{}), d.placement.has_value(),
-          d.priority.has_value()};
+          d.priority.value_or(std::vector<std::int32_t>{}),
+          d.fusion.value_or(std::vector<std::int32_t>{}),
+          d.placement.has_value(),
+          d.priority.has_value(),
+          d.fusion.has_value()};
 }
 
 // One distinct decision of a workload and the results that chose it.
 struct Execution {
   core::Decision decision;
   std::vector<const RunResult*> results;
-  std::vector<bool> fusion_dropped;  // per result
   double simulated_s = 0;
   std::vector<double> step_times_s;
   std::vector<double> cpu_shares;
+  struct {
+    std::int64_t fused_groups = 0, fused_ops = 0, fused_loop_ops = 0;
+  } fused;  // what the backend ran the decision's fusion as
 };
 
 bool stop_requested(const MeasureOptions& options) {
@@ -204,12 +201,9 @@ MeasureSummary measure_results(const std::string& path, const MeasureOptions& op
                                          " (its generator changed since the run); measure it with "
                                          "the gopt that ran it");
             }
-            bool dropped = false;
-            core::Decision executed = as_executed(r->decision, dropped);
-            auto [at, fresh] = index.emplace(key_of(executed), executions.size());
-            if (fresh) executions.push_back({std::move(executed), {}, {}, 0, {}, {}});
+            auto [at, fresh] = index.emplace(key_of(r->decision), executions.size());
+            if (fresh) executions.push_back({r->decision, {}, 0, {}, {}, {}});
             executions[at->second].results.push_back(r);
-            executions[at->second].fusion_dropped.push_back(dropped);
           }
           simulator::Simulator sim(cg, setup.cluster, *setup.cost,
                                    simulator::SimulatorOptions().with_decision_source(
@@ -234,6 +228,7 @@ MeasureSummary measure_results(const std::string& path, const MeasureOptions& op
               e.step_times_s.insert(e.step_times_s.end(), r.step_times_s.begin(),
                                     r.step_times_s.end());
               e.cpu_shares.push_back(r.cpu_share);
+              e.fused = {r.fused_groups, r.fused_ops, r.fused_loop_ops};
             }
           }
           for (const auto& e : executions) {
@@ -250,7 +245,9 @@ MeasureSummary measure_results(const std::string& path, const MeasureOptions& op
               m.rounds = options.rounds;
               m.warmup_steps = options.warmup_steps;
               m.cpu_share = hardware::median(e.cpu_shares);
-              m.fusion_dropped = e.fusion_dropped[i];
+              m.fused_groups = e.fused.fused_groups;
+              m.fused_ops = e.fused.fused_ops;
+              m.fused_loop_ops = e.fused.fused_loop_ops;
               m.measured_backend = backend->describe();
               m.profile = setup.cluster.name();
               m.measured_at = utc_now();

@@ -79,10 +79,12 @@ struct CopyRecord {
 struct ExecutionResult {
   Seconds step_time_s = 0;            ///< median over the timed steps
   std::vector<Seconds> step_times_s;  ///< every timed step, in order
-  /// Per op: the median over the timed steps of its kernel time (0 for ops with no work).
+  /// Per op: the median over the timed steps of its kernel time (0 for ops with no work);
+  /// a fused group's time is its first member's (topological order), 0 the others'.
   std::vector<Seconds> op_time_s;
   /// Timeline of the median step (only with ExecutionOptions::record_timeline):
-  /// per op, start and end relative to the step start; and every copy.
+  /// per op, start and end relative to the step start (a fused group's for each of its
+  /// members); and every copy.
   std::vector<Seconds> op_start_s;
   std::vector<Seconds> op_end_s;
   std::vector<CopyRecord> copies;
@@ -97,6 +99,13 @@ struct ExecutionResult {
   double cpu_share = 0;
   /// Every worker ran pinned to its CPU (Backend::worker_cpus()) throughout.
   bool pinned = false;
+  /// Fused groups of the decision (two or more ops each) run as one kernel, their member
+  /// ops, and the members computed inside fused elementwise loops (the others, library
+  /// calls and the like, ran their own kernels inside their group's task; see
+  /// docs/hardware-backend.md "Fusion").
+  std::int32_t fused_groups = 0;
+  std::int32_t fused_ops = 0;
+  std::int32_t fused_loop_ops = 0;
 
   /// (max - min) / median of the timed steps: the run-to-run noise.
   [[nodiscard]] double spread() const;
@@ -122,8 +131,10 @@ class Backend {
   /// Runs warm-up and timed steps of `graph` under `decision`: each device runs the ops
   /// placed on it in the decision's priority order (ties in topological order), every
   /// cross-device data edge is a real copy issued when its producer finishes, and an op
-  /// starts only when all its inputs are on its device. Fusion is not executed (ops run
-  /// unfused; see docs/hardware-backend.md). Throws InputError for an invalid decision.
+  /// starts only when all its inputs are on its device. The decision's fusion is executed:
+  /// each fused group (simulator/fusion.h) runs as one task, its elementwise members in
+  /// fused loops on the CPU (docs/hardware-backend.md "Fusion"). Throws InputError for an
+  /// invalid decision.
   [[nodiscard]] virtual ExecutionResult execute(const core::Graph& graph,
                                                 const core::Decision& decision,
                                                 const ExecutionOptions& options = {}) = 0;

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <limits>
 #include <mutex>
 #include <numeric>
 #include <thread>
@@ -30,8 +31,10 @@
 #include "core/errors.h"
 #include "core/strings.h"
 #include "hardware/backend/backend.h"
+#include "hardware/backend/fused_kernel.h"
 #include "hardware/backend/kernels.h"
 #include "hardware/backend/torch_backend.h"
+#include "simulator/fusion.h"
 
 namespace gopt::hardware::backend {
 namespace {
@@ -166,21 +169,33 @@ struct CopyPlan {
   DeviceId src = 0;
   DeviceId dst = 0;
   Bytes bytes = 0;
-  std::vector<NodeId> consumers;  // one entry per edge that waits for this copy
-  torch::Tensor from;             // on src
-  torch::Tensor to;               // on dst
+  std::vector<std::int32_t> consumers;  // units, one entry per edge that waits for this copy
+  torch::Tensor from;                   // on src
+  torch::Tensor to;                     // on dst
 };
 
 struct Plan {
-  std::vector<Kernel> kernels;
-  std::vector<DeviceId> device;
-  std::vector<std::int32_t> priority;
-  std::vector<std::int32_t> rank;
-  std::vector<std::int32_t> deps;                    // inputs to wait for, per op
-  std::vector<std::vector<NodeId>> local_succ;       // decremented when the op finishes
-  std::vector<std::vector<std::int32_t>> copies_of;  // copies issued when the op finishes
+  // Units are what a worker runs as one task: an op, or a fused group (simulator/fusion.h)
+  // of the decision; without fusion, unit v is op v.
+  simulator::FusionGroups groups;                     // op -> unit, and each unit's members
+  std::vector<Kernel> kernels;                        // per unit
+  std::vector<DeviceId> device;                       // per unit
+  std::vector<std::int32_t> priority;                 // per unit: its members' highest
+  std::vector<std::int32_t> rank;                     // per unit: its first member's
+  std::vector<std::int32_t> deps;                     // inputs to wait for, per unit
+  std::vector<std::vector<std::int32_t>> local_succ;  // units decremented when it finishes
+  std::vector<std::vector<std::int32_t>> copies_of;   // copies issued when it finishes
   std::vector<CopyPlan> copies;
-  std::vector<std::int32_t> tasks_on;  // ops + incoming copies per device
+  std::vector<std::int32_t> tasks_on;  // units + incoming copies per device
+  std::int32_t fused_groups = 0;       // units of two or more ops
+  std::int32_t fused_ops = 0;          // their members
+  std::int32_t fused_loop_ops = 0;     // members computed inside fused loops
+  std::vector<NodeId> proxy_ops;       // ops run as a proxy
+
+  [[nodiscard]] std::int32_t num_units() const { return groups.num_groups(); }
+  [[nodiscard]] std::int32_t unit_of(NodeId v) const {
+    return groups.group_of[static_cast<std::size_t>(v)];
+  }
 };
 
 }  // namespace
@@ -202,53 +217,75 @@ struct TorchBackend::Impl {
   Plan build_plan(const core::Graph& graph, const core::CompiledGraph& cg,
                   const core::Decision& decision) const {
     Plan p;
-    auto n = static_cast<std::size_t>(cg.num_nodes());
-    p.kernels.reserve(n);
-    p.device.resize(n);
-    p.priority.assign(n, 0);
-    p.rank.resize(n);
-    p.deps.assign(n, 0);
-    p.local_succ.resize(n);
-    p.copies_of.resize(n);
+    p.groups = simulator::form_fusion_groups(cg, decision);
+    const auto units = static_cast<std::size_t>(p.num_units());
+    p.kernels.reserve(units);
+    p.device.resize(units);
+    p.priority.assign(units, std::numeric_limits<std::int32_t>::min());
+    p.rank.resize(units);
+    p.deps.assign(units, 0);
+    p.local_succ.resize(units);
+    p.copies_of.resize(units);
     p.tasks_on.assign(static_cast<std::size_t>(num_devices), 0);
     bool channels_last = graph.family() != "onnx";
-    for (NodeId v = 0; v < cg.num_nodes(); ++v) {
-      auto i = static_cast<std::size_t>(v);
-      p.device[i] = decision.device_of(v);
-      if (decision.priority) p.priority[i] = (*decision.priority)[i];
-      p.rank[i] = cg.topological_rank()[i];
-      OpView view{&graph.node(v), {}, channels_last};
-      for (auto s = cg.in_begin(v); s < cg.in_end(v); ++s) {
-        auto e = cg.in_edge(s);
-        if (!cg.edge_is_control(e)) view.input_bytes.push_back(cg.edge_bytes(e));
+    for (std::int32_t g = 0; g < p.num_units(); ++g) {
+      auto i = static_cast<std::size_t>(g);
+      const auto begin = p.groups.members.begin() + p.groups.member_offset[i];
+      const auto end = p.groups.members.begin() + p.groups.member_offset[i + 1];
+      const NodeId first = *begin;
+      p.device[i] = decision.device_of(first);
+      p.rank[i] = cg.topological_rank()[static_cast<std::size_t>(first)];
+      for (auto m = begin; m < end; ++m) {
+        p.priority[i] =
+            std::max(p.priority[i],
+                     decision.priority ? (*decision.priority)[static_cast<std::size_t>(*m)] : 0);
       }
-      p.kernels.push_back(make_kernel(view, torch_device(p.device[i])));
       ++p.tasks_on[static_cast<std::size_t>(p.device[i])];
+      if (end - begin == 1) {
+        OpView view{&graph.node(first), {}, channels_last};
+        for (auto s = cg.in_begin(first); s < cg.in_end(first); ++s) {
+          auto e = cg.in_edge(s);
+          if (!cg.edge_is_control(e)) view.input_bytes.push_back(cg.edge_bytes(e));
+        }
+        p.kernels.push_back(make_kernel(view, torch_device(p.device[i])));
+        if (p.kernels.back().proxy) p.proxy_ops.push_back(first);
+        continue;
+      }
+      FusedGroupView view{&graph, &cg, {begin, end}, &p.groups.group_of, g, channels_last};
+      FusedKernel fused = make_fused_kernel(view, torch_device(p.device[i]));
+      p.kernels.push_back(std::move(fused.kernel));
+      ++p.fused_groups;
+      p.fused_ops += static_cast<std::int32_t>(end - begin);
+      p.fused_loop_ops += fused.loop_ops;
+      p.proxy_ops.insert(p.proxy_ops.end(), fused.proxy_members.begin(), fused.proxy_members.end());
     }
     for (NodeId u = 0; u < cg.num_nodes(); ++u) {
-      auto ui = static_cast<std::size_t>(u);
-      DeviceId du = p.device[ui];
+      const auto gu = static_cast<std::size_t>(p.unit_of(u));
+      DeviceId du = p.device[gu];
       for (auto e = cg.out_begin(u); e < cg.out_end(u); ++e) {
         NodeId v = cg.out_target(e);
-        DeviceId dv = p.device[static_cast<std::size_t>(v)];
-        ++p.deps[static_cast<std::size_t>(v)];
+        const std::int32_t gv = p.unit_of(v);
+        if (static_cast<std::size_t>(gv) == gu) continue;  // inside a fused group
+        DeviceId dv = p.device[static_cast<std::size_t>(gv)];
+        ++p.deps[static_cast<std::size_t>(gv)];
         if (dv == du || cg.edge_is_control(e) || cg.edge_bytes(e) <= 0) {
-          p.local_succ[ui].push_back(v);
+          p.local_succ[gu].push_back(gv);
           continue;
         }
         std::int32_t c = -1;
-        for (auto existing : p.copies_of[ui]) {
-          if (p.copies[static_cast<std::size_t>(existing)].dst == dv) c = existing;
+        for (auto existing : p.copies_of[gu]) {
+          const auto& copy = p.copies[static_cast<std::size_t>(existing)];
+          if (copy.producer == u && copy.dst == dv) c = existing;
         }
         if (c < 0) {
           c = static_cast<std::int32_t>(p.copies.size());
           p.copies.push_back(CopyPlan{u, du, dv, 0, {}, {}, {}});
-          p.copies_of[ui].push_back(c);
+          p.copies_of[gu].push_back(c);
           ++p.tasks_on[static_cast<std::size_t>(dv)];
         }
         auto& copy = p.copies[static_cast<std::size_t>(c)];
         copy.bytes = std::max(copy.bytes, cg.edge_bytes(e));
-        copy.consumers.push_back(v);
+        copy.consumers.push_back(gv);
       }
     }
     for (auto& copy : p.copies) {
@@ -318,15 +355,16 @@ ExecutionResult TorchBackend::execute(const core::Graph& graph, const core::Deci
   }
   c10::InferenceMode inference;
   Plan plan = impl_->build_plan(graph, cg, decision);
+  const auto num_units = static_cast<std::size_t>(plan.num_units());
   const auto num_ops = static_cast<std::size_t>(cg.num_nodes());
   const auto num_copies = plan.copies.size();
   const auto devices = static_cast<std::size_t>(impl_->num_devices);
 
   std::vector<ReadyQueue> queues(devices);
-  std::vector<std::atomic<std::int32_t>> remaining(num_ops);
-  std::vector<double> op_start(num_ops), op_end(num_ops), copy_start(num_copies),
+  std::vector<std::atomic<std::int32_t>> remaining(num_units);
+  std::vector<double> op_start(num_units), op_end(num_units), copy_start(num_copies),
       copy_end(num_copies);
-  std::vector<std::vector<double>> op_samples(num_ops);
+  std::vector<std::vector<double>> op_samples(num_units);  // per unit
   std::vector<double> worker_cpu(devices, 0.0);
   std::vector<double> cpu_shares;
   std::atomic<std::int32_t> generation{0};
@@ -338,12 +376,12 @@ ExecutionResult TorchBackend::execute(const core::Graph& graph, const core::Deci
   std::mutex error_mutex;
   std::string error;
 
-  auto make_ready = [&](NodeId v) {
+  auto make_ready = [&](std::int32_t v) {
     auto i = static_cast<std::size_t>(v);
     queues[static_cast<std::size_t>(plan.device[i])].push(
         Task{0, plan.priority[i], plan.rank[i], v});
   };
-  auto satisfy = [&](NodeId v) {
+  auto satisfy = [&](std::int32_t v) {
     if (remaining[static_cast<std::size_t>(v)].fetch_sub(1, std::memory_order_acq_rel) == 1) {
       make_ready(v);
     }
@@ -374,7 +412,7 @@ ExecutionResult TorchBackend::execute(const core::Graph& graph, const core::Deci
             copy.to.copy_(copy.from);
             impl_->synchronize(d);
             copy_end[id] = seconds_since(t0);
-            for (NodeId v : copy.consumers) satisfy(v);
+            for (std::int32_t v : copy.consumers) satisfy(v);
             continue;
           }
           auto& kernel = plan.kernels[id];
@@ -384,7 +422,7 @@ ExecutionResult TorchBackend::execute(const core::Graph& graph, const core::Deci
             impl_->synchronize(d);
           }
           op_end[id] = seconds_since(t0);
-          for (NodeId v : plan.local_succ[id]) satisfy(v);
+          for (std::int32_t v : plan.local_succ[id]) satisfy(v);
           for (auto c : plan.copies_of[id]) {
             const auto& copy = plan.copies[static_cast<std::size_t>(c)];
             queues[static_cast<std::size_t>(copy.dst)].push(Task{1, 0, plan.rank[id], c});
@@ -423,9 +461,9 @@ ExecutionResult TorchBackend::execute(const core::Graph& graph, const core::Deci
   const int total = options.warmup_steps + options.timed_steps;
   for (int step = 0; step < total && !stop.load(); ++step) {
     for (auto& q : queues) q.clear();
-    for (std::size_t i = 0; i < num_ops; ++i) remaining[i].store(plan.deps[i]);
-    for (std::size_t i = 0; i < num_ops; ++i) {
-      if (plan.deps[i] == 0) make_ready(static_cast<NodeId>(i));
+    for (std::size_t i = 0; i < num_units; ++i) remaining[i].store(plan.deps[i]);
+    for (std::size_t i = 0; i < num_units; ++i) {
+      if (plan.deps[i] == 0) make_ready(static_cast<std::int32_t>(i));
     }
     {
       std::lock_guard<std::mutex> lock(step_mutex);
@@ -451,7 +489,7 @@ ExecutionResult TorchBackend::execute(const core::Graph& graph, const core::Deci
       if (plan.tasks_on[d] > 0) busiest = std::max(busiest, worker_cpu[d]);
     }
     if (end > 0) cpu_shares.push_back(std::min(1.0, busiest / end));
-    for (std::size_t i = 0; i < num_ops; ++i) {
+    for (std::size_t i = 0; i < num_units; ++i) {
       op_samples[i].push_back(plan.kernels[i].no_work ? 0.0 : op_end[i] - op_start[i]);
     }
     if (options.record_timeline) {
@@ -474,16 +512,21 @@ ExecutionResult TorchBackend::execute(const core::Graph& graph, const core::Deci
 
   result.step_time_s = median(result.step_times_s);
   result.cpu_share = median(cpu_shares);
-  result.op_time_s.resize(num_ops);
-  for (std::size_t i = 0; i < num_ops; ++i) result.op_time_s[i] = median(op_samples[i]);
+  // Per op: its unit's time (a fused group's on its first member, 0 on the others).
+  result.op_time_s.assign(num_ops, 0.0);
+  for (std::size_t g = 0; g < num_units; ++g) {
+    NodeId first = plan.groups.members[static_cast<std::size_t>(plan.groups.member_offset[g])];
+    result.op_time_s[static_cast<std::size_t>(first)] = median(op_samples[g]);
+  }
   result.num_copies = static_cast<std::int32_t>(num_copies);
   for (const auto& c : plan.copies) result.bytes_copied += c.bytes;
-  for (std::size_t i = 0; i < num_ops; ++i) {
-    if (plan.kernels[i].proxy) {
-      ++result.proxy_ops[graph.node(static_cast<NodeId>(i)).op_type];
-      ++result.num_proxy_ops;
-    }
+  for (NodeId v : plan.proxy_ops) {
+    ++result.proxy_ops[graph.node(v).op_type];
+    ++result.num_proxy_ops;
   }
+  result.fused_groups = plan.fused_groups;
+  result.fused_ops = plan.fused_ops;
+  result.fused_loop_ops = plan.fused_loop_ops;
   if (options.record_timeline && !timelines.empty()) {
     // The timed step whose time is closest to the median.
     std::size_t best = 0;
@@ -494,13 +537,17 @@ ExecutionResult TorchBackend::execute(const core::Graph& graph, const core::Deci
       }
     }
     const auto& t = timelines[best];
-    result.op_start_s.assign(t.begin(), t.begin() + static_cast<std::ptrdiff_t>(num_ops));
-    result.op_end_s.assign(t.begin() + static_cast<std::ptrdiff_t>(num_ops),
-                           t.begin() + static_cast<std::ptrdiff_t>(2 * num_ops));
+    result.op_start_s.resize(num_ops);
+    result.op_end_s.resize(num_ops);
+    for (std::size_t v = 0; v < num_ops; ++v) {
+      auto g = static_cast<std::size_t>(plan.groups.group_of[v]);
+      result.op_start_s[v] = t[g];
+      result.op_end_s[v] = t[num_units + g];
+    }
     for (std::size_t c = 0; c < num_copies; ++c) {
       const auto& cp = plan.copies[c];
-      result.copies.push_back(CopyRecord{cp.producer, cp.src, cp.dst, cp.bytes, t[2 * num_ops + c],
-                                         t[2 * num_ops + num_copies + c]});
+      result.copies.push_back(CopyRecord{cp.producer, cp.src, cp.dst, cp.bytes,
+                                         t[2 * num_units + c], t[2 * num_units + num_copies + c]});
     }
   }
   return result;

@@ -7,11 +7,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
+#include "hardware/backend/fused_loop.h"
 #include "hardware/backend/kernels.h"
 #include "hardware/backend/microbench.h"
+#include "simulator/fusion.h"
 #include "tests/support/expect_error.h"
 
 namespace gopt::hardware::backend {
@@ -171,6 +174,92 @@ TEST(BackendTest, HigherPriorityRunsFirstAmongReadyOps) {
   EXPECT_LE(r.op_end_s[2], r.op_start_s[4]);
   EXPECT_LE(r.op_end_s[4], r.op_start_s[3]);
   EXPECT_LE(r.op_end_s[3], r.op_start_s[1]);
+}
+
+// Fusion executed: each fused group of the decision is one task (its members share a start
+// and an end), its elementwise members run in a fused loop, library calls run their own
+// kernels inside it, and dependencies between groups, copies included, still hold.
+TEST(BackendTest, FusedGroupsRunAsOneTaskEach) {
+  auto backend = make_backend(BackendKind::kCpu, 2);
+  core::Graph g = diamond();
+  auto cg = core::CompiledGraph::compile(g);
+  for (bool two_devices : {false, true}) {
+    SCOPED_TRACE(two_devices ? "two devices" : "one device");
+    core::Decision decision;
+    decision.fusion = std::vector<std::int32_t>{1, 1, 1, 1, 1};
+    if (two_devices) decision.placement = std::vector<DeviceId>{0, 0, 0, 0, 1};  // x a b c | d
+    const auto groups = simulator::form_fusion_groups(cg, decision);
+    // x (a product) with its elementwise consumers; d, the second product, apart.
+    ASSERT_EQ(groups.num_groups(), 2);
+    ASSERT_EQ(groups.group_size(0), 4);
+    auto r = backend->execute(
+        g, decision,
+        ExecutionOptions().with_warmup_steps(1).with_timed_steps(3).with_record_timeline(true));
+    EXPECT_EQ(r.fused_groups, 1);
+    EXPECT_EQ(r.fused_ops, 4);
+    EXPECT_EQ(r.fused_loop_ops, 3);  // a, b, c; x runs its product
+    EXPECT_EQ(r.num_proxy_ops, 0);
+    EXPECT_EQ(r.num_copies, two_devices ? 1 : 0);
+    for (core::NodeId v : {1, 2, 3}) {  // a, b, c: the group's start and end, no time of their own
+      EXPECT_EQ(r.op_start_s[static_cast<std::size_t>(v)], r.op_start_s[0]);
+      EXPECT_EQ(r.op_end_s[static_cast<std::size_t>(v)], r.op_end_s[0]);
+      EXPECT_EQ(r.op_time_s[static_cast<std::size_t>(v)], 0.0);
+    }
+    EXPECT_GT(r.op_time_s[0], 0.0);
+    EXPECT_GT(r.op_time_s[4], 0.0);
+    double ready = r.op_end_s[3];
+    for (const auto& copy : r.copies) ready = std::max(ready, copy.end_s);
+    EXPECT_GE(r.op_start_s[4], ready);
+  }
+}
+
+// The arithmetic of the fused loops, element by element against hand-computed values.
+TEST(FusedLoopTest, EveryLoopOpComputesItsFunction) {
+  const float a[4] = {0.0F, 1.0F, 4.0F, 0.25F};
+  const float b[4] = {2.0F, 1.0F, 0.5F, 3.0F};
+  const float c[4] = {-1.0F, -2.0F, -3.0F, -4.0F};
+  const float* abc[3] = {a, b, c};
+  struct Case {
+    const char* op_type;
+    int inputs;
+    float expected[4];
+  };
+  const std::vector<Case> cases = {
+      {"AddV2", 2, {2, 2, 4.5F, 3.25F}},
+      {"Sub", 2, {-2, 0, 3.5F, -2.75F}},
+      {"Mul", 2, {0, 1, 2, 0.75F}},
+      {"RealDiv", 2, {0, 1, 8, 0.25F / 3}},
+      {"Maximum", 2, {2, 1, 4, 3}},
+      {"Minimum", 2, {0, 1, 0.5F, 0.25F}},
+      {"GreaterEqual", 2, {0, 1, 1, 0}},
+      {"Pow", 2, {0, 1, 2, 0.015625F}},
+      {"SquaredDifference", 2, {4, 0, 12.25F, 7.5625F}},
+      {"SigmoidGrad", 2, {0, 0, -6, 0.5625F}},
+      {"TanhGrad", 2, {2, 0, -7.5F, 2.8125F}},
+      {"ReluGrad", 2, {0, 1, 4, 0.25F}},
+      {"Sigmoid", 1, {0.5F, 0.7310586F, 0.9820138F, 0.5621765F}},
+      {"Tanh", 1, {0, 0.7615942F, 0.9993293F, 0.2449187F}},
+      {"Relu", 1, {0, 1, 4, 0.25F}},
+      {"Exp", 1, {1, 2.7182817F, 54.59815F, 1.2840254F}},
+      {"Sqrt", 1, {0, 1, 2, 0.5F}},
+      {"Square", 1, {0, 1, 16, 0.0625F}},
+      {"Neg", 1, {0, -1, -4, -0.25F}},
+      {"Erf", 1, {0, 0.8427008F, 1.0F, 0.2763264F}},
+      {"AddN", 3, {1, 0, 1.5F, -0.75F}},
+      {"Select", 3, {-1, 1, 0.5F, -4}},
+      {"Cast", 1, {0, 1, 4, 0.25F}},
+  };
+  for (const auto& k : cases) {
+    SCOPED_TRACE(k.op_type);
+    LoopOp op{};
+    ASSERT_TRUE(loop_op_of(k.op_type, op));
+    float out[4] = {};
+    run_tile(op, abc, k.inputs, out, 4);
+    for (int i = 0; i < 4; ++i)
+      EXPECT_NEAR(out[i], k.expected[i], 1e-5F * (1 + std::abs(k.expected[i]))) << i;
+  }
+  LoopOp op{};
+  EXPECT_FALSE(loop_op_of("Erfinv", op));  // run as a proxy addition
 }
 
 TEST(BackendTest, BadInputIsReported) {

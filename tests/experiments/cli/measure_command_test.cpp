@@ -72,6 +72,39 @@ class MeasureCommandTest : public ::testing::Test {
   static inline gopt::testing::CommandResult last_run_;
 };
 
+// Fusion executed: tf_default's rule-based fusion runs as fused groups on the backend, the
+// measurement says how many and how, and the simulated time beside it is of the decision
+// with its fusion (the result's own).
+TEST_F(MeasureCommandTest, FusedDecisionsRunFusedAndSayHow) {
+  ASSERT_EQ(calibrate_.exit_code, 0) << calibrate_.err;
+  const std::string config = dir_ + "/fused.yaml";
+  std::ofstream(config) << "name: fused\ntable: multitask\nhardware: " << profile_
+                        << "\nseeds: [1]\nworkloads:\n"
+                           "  - {name: rnnlm, graph: rnnlm_2, set: {hidden: 16, vocab: 50, "
+                           "batch: 2, seq_len: 2}}\n"
+                           "agents:\n  - single_device\n  - tf_default\n";
+  const std::string file = dir_ + "/fused.h5";
+  const auto run = run_command(kGopt + " run " + config + " --out " + file + " --measure");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const ResultsFile f = read_results_file(file);
+  ASSERT_EQ(f.measurements.size(), 2u);
+  for (const auto& result : f.results) {
+    const Measurement* m = f.measurement(result.key);
+    ASSERT_NE(m, nullptr) << result.key.text();
+    EXPECT_FALSE(m->fusion_dropped);
+    EXPECT_DOUBLE_EQ(m->simulated_step_time_s, result.best_step_time_s) << result.key.text();
+    if (result.key.agent == "tf_default") {
+      EXPECT_GT(m->fused_groups, 0);
+      EXPECT_GE(m->fused_ops, 2 * m->fused_groups);
+      EXPECT_GT(m->fused_loop_ops, 0);
+      EXPECT_LE(m->fused_loop_ops, m->fused_ops);
+    } else {
+      EXPECT_EQ(m->fused_groups, 0);
+      EXPECT_EQ(m->fused_ops, 0);
+    }
+  }
+}
+
 TEST_F(MeasureCommandTest, WritesMeasuredBesideSimulatedAndTablesShowThem) {
   ASSERT_EQ(calibrate_.exit_code, 0) << calibrate_.err;
   const std::string file = run_tiny("measured", profile_);
@@ -95,6 +128,7 @@ TEST_F(MeasureCommandTest, WritesMeasuredBesideSimulatedAndTablesShowThem) {
     for (double t : m->step_times_s) EXPECT_GT(t, 0);
     EXPECT_GT(m->cpu_share, 0);
     EXPECT_FALSE(m->fusion_dropped);
+    EXPECT_EQ(m->fused_groups, 0);
     EXPECT_TRUE(contains(m->measured_backend, "cpu: 2 worker")) << m->measured_backend;
     EXPECT_FALSE(m->provenance.host.empty());
     EXPECT_TRUE(contains(m->provenance.command, "gopt measure")) << m->provenance.command;

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <limits>
 #include <random>
@@ -715,6 +716,9 @@ TEST(Hdf5SinkTest, MeasurementsRoundTripAndDamageIsDetected) {
   m.warmup_steps = 2;
   m.cpu_share = 0.97;
   m.fusion_dropped = true;
+  m.fused_groups = 3;
+  m.fused_ops = 9;
+  m.fused_loop_ops = 6;
   m.profile = "cpu2";
   m.measured_at = "2026-12-07T09:00:00Z";
   m.provenance = sample_metadata().provenance;
@@ -741,6 +745,9 @@ TEST(Hdf5SinkTest, MeasurementsRoundTripAndDamageIsDetected) {
   EXPECT_EQ(back->warmup_steps, 2);
   EXPECT_EQ(back->cpu_share, m.cpu_share);
   EXPECT_TRUE(back->fusion_dropped);
+  EXPECT_EQ(back->fused_groups, 3);
+  EXPECT_EQ(back->fused_ops, 9);
+  EXPECT_EQ(back->fused_loop_ops, 6);
   EXPECT_EQ(back->measured_backend, m.measured_backend);
   EXPECT_EQ(back->profile, "cpu2");
   EXPECT_EQ(back->measured_at, m.measured_at);
@@ -819,6 +826,57 @@ TEST(Hdf5SinkTest, MeasurementsOfFormat22HaveNoStepTimesAndStepTimesAreDigested)
   EXPECT_EQ(back->format_minor_version, 2);
   EXPECT_TRUE(back->step_times_s.empty());
   EXPECT_EQ(back->measured_step_time_s, m.measured_step_time_s);
+}
+
+// Format 2.4's fusion counts are digested, and a 2.3 measurement (none of them, its digest
+// without them) reads with zeros.
+TEST(Hdf5SinkTest, MeasurementsOfFormat23HaveNoFusionCountsAndCountsAreDigested) {
+  auto dir = temp_dir();
+  auto path = dir / "r.h5";
+  const auto metis = sample_result("metis", 1, false);
+  write_file_with(path, metis);
+  Measurement m = sample_measurement(metis.key);
+  m.fused_groups = 2;
+  m.fused_ops = 5;
+  m.fused_loop_ops = 3;
+  {
+    Hdf5Sink sink(path, Hdf5SinkOptions().with_open_mode(OpenMode::kResume));
+    sink.write_measurement(m);
+  }
+  const std::string object = "/measured/" + result_group_name(metis.key);
+  auto edit = [&](const std::function<void(hid_t)>& change) {
+    hid_t f = open_for_surgery(path);
+    ASSERT_GE(f, 0);
+    hid_t g = H5Gopen2(f, object.c_str(), H5P_DEFAULT);
+    ASSERT_GE(g, 0);
+    change(g);
+    H5Gclose(g);
+    H5Fclose(f);
+  };
+  edit([](hid_t g) {
+    EXPECT_TRUE(replace_attr<std::int64_t>(g, "fused_ops", H5T_STD_I64LE, H5T_NATIVE_INT64, 4));
+  });
+  EXPECT_EQ(error_of(path), path.string() + ": " + object +
+                                ": the measurement's contents do not match its digest (the file "
+                                "is damaged)");
+  edit([&](hid_t g) {
+    for (const char* name : {"fused_groups", "fused_ops", "fused_loop_ops"}) {
+      EXPECT_GE(H5Adelete(g, name), 0) << name;
+    }
+    Measurement old = m;
+    old.fused_groups = old.fused_ops = old.fused_loop_ops = 0;
+    EXPECT_TRUE(
+        replace_attr<std::int64_t>(g, "format_minor_version", H5T_STD_I64LE, H5T_NATIVE_INT64, 3));
+    EXPECT_TRUE(replace_attr<std::uint64_t>(g, "digest", H5T_STD_U64LE, H5T_NATIVE_UINT64,
+                                            h5::measurement_digest(old)));
+  });
+  auto file = read_results_file(path);
+  const Measurement* back = file.measurement(metis.key);
+  ASSERT_NE(back, nullptr);
+  EXPECT_EQ(back->format_minor_version, 3);
+  EXPECT_EQ(back->fused_groups, 0);
+  EXPECT_EQ(back->fused_ops, 0);
+  EXPECT_EQ(back->fused_loop_ops, 0);
 }
 
 }  // namespace gopt::experiments
