@@ -372,4 +372,31 @@ LinkFit fit_link(const std::vector<CopySample>& samples) {
   return fit;
 }
 
+FusedLoopRatio fit_fused_loop_ratio(const std::vector<FusionSample>& samples,
+                                    Seconds executor_overhead_s) {
+  if (samples.empty()) {
+    throw core::InputError("fused-loop samples", "", "no fused-loop measurements to fit");
+  }
+  std::map<Bytes, std::vector<double>> log_ratios;
+  for (const auto& s : samples) {
+    const Seconds fused = s.fused_s - executor_overhead_s * (1 + s.inputs);
+    const Seconds unfused = s.unfused_s - executor_overhead_s * (s.members + s.inputs);
+    if (!(fused > 0) || !(unfused > 0)) {
+      throw core::InputError("fused-loop samples", s.mix,
+                             "a fused-loop time is not above its executor overhead (fused " +
+                                 std::to_string(s.fused_s) + " s, unfused " +
+                                 std::to_string(s.unfused_s) + " s)");
+    }
+    log_ratios[s.bytes_written].push_back(std::log(fused / unfused));
+  }
+  FusedLoopRatio r;
+  for (const auto& [bytes, logs] : log_ratios) {
+    double mean = 0;
+    for (double l : logs) mean += l;
+    r.bytes.push_back(bytes);
+    r.ratio.push_back(std::exp(mean / static_cast<double>(logs.size())));
+  }
+  return r;
+}
+
 }  // namespace gopt::hardware

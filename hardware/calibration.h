@@ -31,6 +31,25 @@ struct OpSample {
   int extra_executor_ops = 0;
 };
 
+/// One fused-loop measurement: a fused group of `members` elementwise ops of `bytes_written`
+/// bytes each (and `inputs` input placeholders), timed as one fused task and unfused, each
+/// the time per group of a chain of such groups on one device, executor overhead included.
+struct FusionSample {
+  std::string mix;  ///< which ops ("lstm_cell": Mul, AddV2, Sigmoid, Tanh), for reports
+  Bytes bytes_written = 0;
+  int members = 0;
+  int inputs = 0;
+  Seconds fused_s = 0;
+  Seconds unfused_s = 0;
+};
+
+/// The measured FusedLoopRatio: per size, the geometric mean over the samples of that size
+/// of (fused − executor overhead once and per input) / (unfused − executor overhead per
+/// member and per input), kernels against kernels. Throws InputError when there are no
+/// samples or one has a time not above its executor overhead.
+[[nodiscard]] FusedLoopRatio fit_fused_loop_ratio(const std::vector<FusionSample>& samples,
+                                                  Seconds executor_overhead_s);
+
 /// One timed copy between devices.
 struct CopySample {
   Bytes bytes = 0;

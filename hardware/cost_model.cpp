@@ -152,7 +152,22 @@ Seconds CalibratedCostModel::op_time(const core::CompiledGraph& graph, core::Nod
 Seconds CalibratedCostModel::fused_time(const core::CompiledGraph& graph,
                                         const core::NodeId* members, std::size_t count,
                                         Bytes memory_traffic_bytes, DeviceId device) const {
-  return roofline_.fused_time(graph, members, count, memory_traffic_bytes, device);
+  const DeviceSpec& spec = cluster().device(device);
+  if (spec.fused_loop_ratio.empty()) {
+    return roofline_.fused_time(graph, members, count, memory_traffic_bytes, device);
+  }
+  // As the CPU backend runs a group: one executor overhead, each member's kernel, the
+  // members in fused loops at their measured ratio.
+  Seconds t = spec.executor_overhead_s;
+  for (std::size_t i = 0; i < count; ++i) {
+    const auto v = static_cast<std::size_t>(members[i]);
+    const core::OpKind kind = graph.kind()[v];
+    if (spec.no_kernel[static_cast<std::size_t>(kind)]) continue;
+    const Seconds kernel = op_time(graph, members[i], device) - spec.executor_overhead_s;
+    t += runs_in_fused_loop(kind) ? kernel * spec.fused_loop_ratio.at(graph.bytes_written()[v])
+                                  : kernel;
+  }
+  return t;
 }
 
 LinkCost CalibratedCostModel::link_cost(LinkId link) const { return roofline_.link_cost(link); }

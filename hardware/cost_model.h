@@ -124,10 +124,12 @@ class RooflineCostModel final : public CostModel {
 /// over curve ratio of the nearest measured shapes in (log FLOPs, log bytes), weighted by
 /// inverse squared distance against a prior of no correction at distance kShapeReach: at a
 /// measured shape the model returns the measured time, far from every one the curve's.
-/// Curves capture
-/// what one roofline per kind cannot on a CPU: cache effects that make time non-linear in
-/// size and very different kernels under one kind (tanh vs add). Fused kernels and links
-/// are costed as by the roofline.
+/// Curves capture what one roofline per kind cannot on a CPU: cache effects that make time
+/// non-linear in size and very different kernels under one kind (tanh vs add). A fused
+/// kernel, on a device with a measured FusedLoopRatio, costs as the CPU backend runs it: one
+/// executor overhead plus each member's kernel time, those of members in fused loops
+/// (runs_in_fused_loop) times the ratio at the bytes they write; without one, and links
+/// always, as by the roofline.
 class CalibratedCostModel final : public CostModel {
  public:
   explicit CalibratedCostModel(const Cluster& cluster, RooflineOptions options = {});

@@ -66,7 +66,7 @@ bool DeviceSpec::same_numbers(const DeviceSpec& other) const {
          compute_efficiency == other.compute_efficiency &&
          memory_efficiency == other.memory_efficiency && no_kernel == other.no_kernel &&
          op_type_curves == other.op_type_curves && kind_curves == other.kind_curves &&
-         op_type_shapes == other.op_type_shapes;
+         op_type_shapes == other.op_type_shapes && fused_loop_ratio == other.fused_loop_ratio;
 }
 
 Seconds TimeCurve::at(double w) const {
@@ -82,6 +82,18 @@ Seconds TimeCurve::at(double w) const {
   }
   double f = std::log(w / work[lo]) / std::log(work[hi] / work[lo]);
   return std::exp(std::log(t0) + f * (std::log(t1) - std::log(t0)));
+}
+
+double FusedLoopRatio::at(Bytes written) const {
+  if (bytes.empty()) return 1.0;
+  if (written <= bytes.front()) return ratio.front();
+  if (written >= bytes.back()) return ratio.back();
+  auto hi = static_cast<std::size_t>(std::upper_bound(bytes.begin(), bytes.end(), written) -
+                                     bytes.begin());
+  std::size_t lo = hi - 1;
+  double f = std::log(static_cast<double>(written) / static_cast<double>(bytes[lo])) /
+             std::log(static_cast<double>(bytes[hi]) / static_cast<double>(bytes[lo]));
+  return ratio[lo] + f * (ratio[hi] - ratio[lo]);
 }
 
 LinkSpec::LinkSpec(std::string end_a, std::string end_b)

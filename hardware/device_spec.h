@@ -73,6 +73,31 @@ struct ShapeTable {
   }
 };
 
+/// True for the op kinds the CPU backend computes inside a fused group's fused loops
+/// (hardware/backend/fused_kernel.h): elementwise ops, and reshapes as views. The other
+/// members of a fused group run their own kernels inside it. The calibrated cost model
+/// charges FusedLoopRatio to these kinds only.
+[[nodiscard]] constexpr bool runs_in_fused_loop(core::OpKind kind) {
+  return kind == core::OpKind::kElementwise || kind == core::OpKind::kReshape;
+}
+
+/// Measured cost of an elementwise op inside a fused loop over its cost alone (kernel times,
+/// without the executor overhead), against the bytes the op writes: below 1 where fusion
+/// saves (one dispatch for the loop, intermediates kept in cache), above 1 where a fused
+/// loop is slower than the library's own kernel. Calibrated profiles of the CPU backend
+/// hold it (`gopt calibrate`, docs/hardware-backend.md "Fusion"); empty otherwise, and then
+/// fused kernels are costed by the roofline. Interpolated linearly in log bytes, constant
+/// beyond the first and last points.
+struct FusedLoopRatio {
+  std::vector<Bytes> bytes;   ///< bytes written by the op, > 0, strictly increasing
+  std::vector<double> ratio;  ///< > 0
+
+  [[nodiscard]] bool empty() const { return bytes.empty(); }
+  /// The interpolated ratio at `written` bytes.
+  [[nodiscard]] double at(Bytes written) const;
+  bool operator==(const FusedLoopRatio& o) const { return bytes == o.bytes && ratio == o.ratio; }
+};
+
 /// One accelerator. Devices with the same `type` must have identical numbers: cost models
 /// and the simulator compute op times once per type.
 struct DeviceSpec {
@@ -109,6 +134,8 @@ struct DeviceSpec {
   std::array<TimeCurve, core::kNumOpKinds> kind_curves{};
   /// Measured shapes per op type (calibrated profiles; empty otherwise).
   std::map<std::string, ShapeTable> op_type_shapes;
+  /// Elementwise ops in fused loops against alone (calibrated CPU profiles; empty otherwise).
+  FusedLoopRatio fused_loop_ratio;
   std::string source;  ///< provenance of these numbers (datasheet, measurement)
 
   /// A device with every efficiency 1 and nothing else set.

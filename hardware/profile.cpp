@@ -166,11 +166,11 @@ void parse_efficiency(const Reader& r, const YAML::Node& node, const std::string
 DeviceSpec parse_device_type(const Reader& r, const std::string& type_name, const YAML::Node& node,
                              const std::string& field) {
   r.expect_map(node, field);
-  r.check_keys(
-      node, field,
-      {"peak_flops_per_s", "memory_bandwidth_bytes_per_s", "memory_capacity_bytes",
-       "launch_overhead_s", "executor_overhead_s", "compute_streams", "copy_engine", "efficiency",
-       "no_kernel_kinds", "source", "description", "time_curves", "shape_tables"});
+  r.check_keys(node, field,
+               {"peak_flops_per_s", "memory_bandwidth_bytes_per_s", "memory_capacity_bytes",
+                "launch_overhead_s", "executor_overhead_s", "compute_streams", "copy_engine",
+                "efficiency", "no_kernel_kinds", "source", "description", "time_curves",
+                "shape_tables", "fused_loop_ratio"});
   DeviceSpec spec("", type_name);
   auto peaks = r.require(node, field, "peak_flops_per_s");
   r.expect_map(peaks, field + ".peak_flops_per_s");
@@ -287,6 +287,29 @@ DeviceSpec parse_device_type(const Reader& r, const std::string& type_name, cons
         table.time_s.push_back(r.positive(time[i], fk + ".time_s" + fi));
       }
       spec.op_type_shapes[key] = std::move(table);
+    }
+  }
+  if (auto fused = node["fused_loop_ratio"]; fused.IsDefined()) {
+    std::string f = field + ".fused_loop_ratio";
+    r.expect_map(fused, f);
+    r.check_keys(fused, f, {"bytes", "ratio"});
+    auto bytes = r.require(fused, f, "bytes");
+    auto ratio = r.require(fused, f, "ratio");
+    r.expect_sequence(bytes, f + ".bytes");
+    r.expect_sequence(ratio, f + ".ratio");
+    if (bytes.size() != ratio.size() || bytes.size() == 0) {
+      r.fail(fused, f,
+             "expected bytes and ratio of the same non-zero length, found " +
+                 std::to_string(bytes.size()) + " and " + std::to_string(ratio.size()));
+    }
+    for (std::size_t i = 0; i < bytes.size(); ++i) {
+      std::string fi = "[" + std::to_string(i) + "]";
+      spec.fused_loop_ratio.bytes.push_back(
+          r.integer(bytes[i], f + ".bytes" + fi, 1, "an integer >= 1 (bytes)"));
+      spec.fused_loop_ratio.ratio.push_back(r.positive(ratio[i], f + ".ratio" + fi));
+      if (i > 0 && !(spec.fused_loop_ratio.bytes[i] > spec.fused_loop_ratio.bytes[i - 1])) {
+        r.fail(bytes[i], f + ".bytes" + fi, "expected strictly increasing bytes");
+      }
     }
   }
   spec.source = r.optional_string(node, field, "source");
@@ -677,6 +700,14 @@ std::string profile_yaml(const ClusterSpec& spec) {
         for (std::size_t i = 0; i < t.time_s.size(); ++i) y << (i ? ", " : "") << num(t.time_s[i]);
         y << "]}\n";
       }
+    }
+    if (!d.fused_loop_ratio.empty()) {
+      const auto& fr = d.fused_loop_ratio;
+      y << "    fused_loop_ratio: {bytes: [";
+      for (std::size_t i = 0; i < fr.bytes.size(); ++i) y << (i ? ", " : "") << fr.bytes[i];
+      y << "], ratio: [";
+      for (std::size_t i = 0; i < fr.ratio.size(); ++i) y << (i ? ", " : "") << num(fr.ratio[i]);
+      y << "]}\n";
     }
     if (!d.source.empty()) y << "    source: " << quoted(d.source) << "\n";
   }

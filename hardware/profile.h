@@ -27,7 +27,8 @@ inline constexpr int kProfileFormatVersion = 1;
 ///   1.1  time_curves: measured time curves per op type and kind
 ///   1.2  executor_overhead_s, shape_tables
 ///   1.3  copy_engine
-inline constexpr int kProfileFormatMinorVersion = 3;
+///   1.4  fused_loop_ratio
+inline constexpr int kProfileFormatMinorVersion = 4;
 
 /// The directory of the profiles shipped with gopt (set at build time).
 [[nodiscard]] std::filesystem::path default_profile_dir();

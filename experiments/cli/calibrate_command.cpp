@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -20,6 +21,7 @@
 #include "experiments/cli/cli.h"
 #include "experiments/results/provenance.h"
 #include "experiments/results/version.h"
+#include "experiments/run/measure.h"
 #include "hardware/backend/backend.h"
 #include "hardware/backend/microbench.h"
 #include "hardware/calibration.h"
@@ -42,6 +44,7 @@ struct CalibrateArgs {
   int rounds = 3;
   std::string samples;
   bool json = false;
+  bool fusion_only = false;
 };
 
 std::string pct(double fraction) {
@@ -65,6 +68,7 @@ struct BackendCalibration {
   std::optional<hardware::LinkFit> link;
   hardware::TimeCurves curves;
   std::map<std::string, hardware::ShapeTable> shapes;
+  hardware::FusedLoopRatio fused_loop;  ///< empty on CUDA (no fused loops there)
   std::string notes;
   nlohmann::json summary;
 };
@@ -89,6 +93,38 @@ void apply_calibration(hardware::DeviceSpec& dev, const BackendCalibration& c) {
   dev.op_type_curves = c.curves.op_types;
   dev.kind_curves = c.curves.kinds;
   dev.op_type_shapes = c.shapes;
+  dev.fused_loop_ratio = c.fused_loop;
+}
+
+// What the fused-loop samples found, in prose: the ratio at each size.
+std::string fusion_notes(const std::vector<hardware::FusionSample>& samples,
+                         const hardware::FusedLoopRatio& ratio) {
+  std::string n = "Fused loops over " + std::to_string(samples.size()) +
+                  " groups of elementwise ops (fused against unfused kernels):";
+  for (std::size_t i = 0; i < ratio.bytes.size(); ++i) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%s %.2fx at %s", i ? "," : "", ratio.ratio[i],
+                  core::format_bytes(static_cast<double>(ratio.bytes[i])).c_str());
+    n += buf;
+  }
+  return n + " per op.";
+}
+
+nlohmann::json fusion_summary(const std::vector<hardware::FusionSample>& samples,
+                              const hardware::FusedLoopRatio& ratio) {
+  nlohmann::json j;
+  j["bytes"] = ratio.bytes;
+  j["ratio"] = ratio.ratio;
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& s : samples) {
+    list.push_back({{"mix", s.mix},
+                    {"bytes_written", s.bytes_written},
+                    {"members", s.members},
+                    {"fused_s", s.fused_s},
+                    {"unfused_s", s.unfused_s}});
+  }
+  j["samples"] = std::move(list);
+  return j;
 }
 
 // The measured device type and the interconnect of `devices` CPU workers: every worker
@@ -277,6 +313,11 @@ BackendCalibration calibrate_backend(hardware::backend::BackendKind kind, const 
   c.curves = hardware::build_time_curves(kernels, c.fit);
   c.shapes = hardware::build_shape_tables(kernels);
   describe(m, args, c);
+  if (!m.fusion.empty()) {
+    c.fused_loop = hardware::fit_fused_loop_ratio(m.fusion, c.executor.per_op_s);
+    c.notes += " " + fusion_notes(m.fusion, c.fused_loop);
+    c.summary["fused_loop_ratio"] = fusion_summary(m.fusion, c.fused_loop);
+  }
   return c;
 }
 
@@ -401,7 +442,68 @@ void print_report(const CalibrateArgs& args, const std::string& name,
   }
 }
 
+// --fusion-only: the fused-loop samples alone, their ratio added to the existing measured
+// CPU profile --out of this machine; every other number of it is kept.
+int run_fusion_only(const CalibrateArgs& args, CliContext& ctx) {
+  if (args.backend != "cpu") {
+    throw core::InputError(
+        "--fusion-only", "",
+        "fused loops run on the CPU backend only; found --backend " + args.backend);
+  }
+  const hardware::Cluster existing = hardware::load_profile(args.out);
+  hardware::ClusterSpec spec = existing.spec();
+  const bool cpu = !spec.devices.empty() && std::all_of(spec.devices.begin(), spec.devices.end(),
+                                                        [](const hardware::DeviceSpec& d) {
+                                                          return d.type == "cpu_worker";
+                                                        });
+  if (spec.provenance.kind != "measured" || !cpu) {
+    throw core::InputError(args.out, "provenance",
+                           "--fusion-only adds to a CPU profile measured by gopt calibrate; this "
+                           "one is not (run gopt calibrate without --fusion-only)");
+  }
+  if (machine_kind(spec.provenance.machine) != machine_kind(machine_description())) {
+    throw core::InputError(args.out, "provenance.machine",
+                           "measured on another machine (" + spec.provenance.machine +
+                               "; this one is " + machine_description() + ")");
+  }
+  core::check_can_write(args.out, "--out");
+  auto backend = hardware::backend::make_backend(hardware::backend::BackendKind::kCpu, 1);
+  hardware::backend::MicrobenchOptions options;
+  options.with_warmup_steps(args.quick ? 1 : 2).with_timed_steps(args.quick ? 2 : args.steps);
+  options.rounds = args.quick ? 1 : args.rounds;
+  if (args.quick) options.with_size_scale(0.1);
+  if (args.quick) options.working_set_bytes = core::Bytes{1} << 20;
+  const bool tty = ::isatty(STDERR_FILENO) != 0;
+  options.progress = [&ctx, tty](const std::string& line) {
+    ctx.err << (tty ? "\r\033[Kgopt calibrate: " : "gopt calibrate: ") << line << (tty ? "" : "\n")
+            << std::flush;
+  };
+  const auto samples = hardware::backend::measure_fused_loops(*backend, options);
+  if (tty) ctx.err << "\n";
+  const core::Seconds overhead = spec.devices.front().executor_overhead_s;
+  const auto ratio = hardware::fit_fused_loop_ratio(samples, overhead);
+  for (auto& dev : spec.devices) dev.fused_loop_ratio = ratio;
+  const std::string notes = fusion_notes(samples, ratio);
+  spec.provenance.notes += " " + notes;
+  spec.provenance.sources.push_back(
+      "gopt calibrate --fusion-only" + std::string(args.quick ? " --quick" : "") + " (gopt " +
+      std::string(version()) + ", git " + std::string(git_revision()) + ", " + utc_now() + ")");
+  std::string yaml = hardware::profile_yaml(spec);
+  (void)hardware::parse_profile_yaml(yaml, args.out);  // what we write must load
+  core::write_text_file_atomic(args.out, yaml);
+  if (args.json) {
+    nlohmann::json summary = fusion_summary(samples, ratio);
+    summary["profile"] = args.out;
+    ctx.out << summary.dump() << "\n";
+  } else {
+    ctx.out << "profile:  " << args.out << " (fused loops added; its other numbers kept)\n"
+            << "fit:      " << notes << "\n";
+  }
+  return kExitOk;
+}
+
 int run_calibrate(const CalibrateArgs& args, CliContext& ctx) {
+  if (args.fusion_only) return run_fusion_only(args, ctx);
   auto kind = hardware::backend::backend_kind_from_string(args.backend, "--backend");
   if (args.out.empty()) throw core::InputError("--out", "", "expected a profile file to write");
   core::check_can_write(args.out, "--out");  // before minutes of measuring
@@ -460,6 +562,10 @@ void add_calibrate_command(CLI::App& app, CliContext& context) {
   cmd->add_option("--samples", args->samples,
                   "Also write every measurement and its fitted time as CSV");
   cmd->add_flag("--json", args->json, "Print the fit as one JSON object");
+  cmd->add_flag("--fusion-only", args->fusion_only,
+                "Measure only the fused loops (docs/hardware-backend.md \"Fusion\") and add "
+                "their ratio to --out, an existing CPU profile measured on this machine, "
+                "keeping every other number of it");
   cmd->callback([&context, args] {
     context.action = [&context, args] { return run_calibrate(*args, context); };
   });

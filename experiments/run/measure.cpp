@@ -28,14 +28,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The machine part of a profile's provenance ("host: CPU model (N logical CPUs)"): what
-// must be the same for a profile to describe this machine. The host name is left out, since
-// containers and rebuilt machines of one kind change it.
-std::string machine_kind(const std::string& machine) {
-  const auto colon = machine.find(": ");
-  return colon == std::string::npos ? machine : machine.substr(colon + 2);
-}
-
 // The backend a profile's devices run on: CPU workers (`gopt calibrate --backend cpu`)
 // or GPUs.
 std::string backend_of(const hardware::Cluster& cluster) {
@@ -107,6 +99,11 @@ bool stop_requested(const MeasureOptions& options) {
 }
 
 }  // namespace
+
+std::string machine_kind(const std::string& machine) {
+  const auto colon = machine.find(": ");
+  return colon == std::string::npos ? machine : machine.substr(colon + 2);
+}
 
 void check_measurable(const ExperimentConfig& config, const std::string& source,
                       const MeasureOptions& options) {

@@ -57,6 +57,11 @@ struct MeasureSummary {
 
 struct ExperimentConfig;
 
+/// The machine part of a profile's provenance ("host: CPU model (N logical CPUs)"): what
+/// must be the same for a profile to describe this machine. The host name is left out,
+/// since containers and rebuilt machines of one kind change it.
+[[nodiscard]] std::string machine_kind(const std::string& machine);
+
 /// Throws core::InputError naming `source` and its `hardware` when the results of `config`
 /// could not be measured here (as measure_results refuses them), so that `gopt run
 /// --measure` says so before it runs.

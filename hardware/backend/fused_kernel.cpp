@@ -5,6 +5,7 @@
 
 #include "core/errors.h"
 #include "hardware/backend/fused_loop.h"
+#include "hardware/device_spec.h"
 
 namespace gopt::hardware::backend {
 namespace {
@@ -119,8 +120,7 @@ FusedKernel make_fused_kernel(const FusedGroupView& group, const torch::Device& 
   for (std::size_t j = 0; j < count; ++j) {
     const core::NodeId v = group.members[j];
     const core::NodeAttrs& attrs = graph.node(v);
-    bool loop = loops_here &&
-                (attrs.kind == core::OpKind::kElementwise || attrs.kind == core::OpKind::kReshape);
+    bool loop = loops_here && runs_in_fused_loop(attrs.kind);
     if (loop && attrs.kind == core::OpKind::kElementwise) {
       if (!loop_op_of(attrs.op_type, ops[j])) {
         ops[j] = LoopOp::kAdd;  // as unfused: an addition over the same elements

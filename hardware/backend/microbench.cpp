@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include "core/compiled_graph.h"
+#include "core/errors.h"
+#include "hardware/backend/fused_loop.h"
 
 namespace gopt::hardware::backend {
 namespace {
@@ -215,6 +217,98 @@ core::Graph chain_graph(const MicrobenchOp& spec, int length) {
                      spec.op_type);
 }
 
+core::Graph fused_loop_graph(const std::vector<std::string>& mix, Bytes elements, int groups) {
+  core::GraphBuilder b("calibration/fused_loop");
+  const Bytes bytes = elements * 4;
+  core::NodeId last = -1;
+  for (int g = 0; g < groups; ++g) {
+    core::NodeId prev = -1;
+    for (std::size_t j = 0; j < mix.size(); ++j) {
+      const std::string name = "g" + std::to_string(g) + "/op" + std::to_string(j);
+      LoopOp loop_op{};
+      const bool known = loop_op_of(mix[j], loop_op);
+      const int arity = known ? loop_op_arity(loop_op) : 2;
+      core::NodeId v =
+          b.add(name, mix[j]).output({elements}).flops(static_cast<double>(elements)).id();
+      for (int k = prev >= 0 ? 1 : 0; k < arity; ++k) {
+        core::NodeId in =
+            b.add(name + "/in" + std::to_string(k), "Placeholder").output({elements}).id();
+        b.connect(in, v, bytes);
+      }
+      if (prev >= 0) {
+        b.connect(prev, v, bytes);
+      } else if (last >= 0) {
+        b.control(last, v);
+      }
+      prev = v;
+    }
+    last = prev;
+  }
+  return std::move(b).build();
+}
+
+std::vector<FusionSample> measure_fused_loops(Backend& backend, const MicrobenchOptions& options) {
+  std::vector<FusionSample> samples;
+  if (backend.kind() != BackendKind::kCpu) return samples;
+  const std::vector<std::pair<std::string, std::vector<std::string>>> mixes = {
+      {"lstm_cell", {"Mul", "AddV2", "Sigmoid", "Tanh"}},
+      {"cheap_chain", {"AddV2", "Mul", "Relu", "Sub", "AddV2", "Mul", "Relu", "Sub"}},
+  };
+  auto exec = ExecutionOptions()
+                  .with_warmup_steps(options.warmup_steps)
+                  .with_timed_steps(options.timed_steps);
+  struct Case {
+    FusionSample sample;
+    core::Graph graph;
+    int groups = 0;
+    std::vector<double> fused, unfused;
+  };
+  std::vector<Case> cases;
+  for (const auto& [name, mix] : mixes) {
+    for (I64 e : {2048L, 16384L, 131072L, 1048576L}) {
+      const I64 elements = scaled(e, options.size_scale);
+      core::Graph probe = fused_loop_graph(mix, elements, 1);
+      const int inputs = static_cast<int>(probe.num_nodes()) - static_cast<int>(mix.size());
+      const Bytes group_bytes =
+          static_cast<Bytes>(mix.size() + static_cast<std::size_t>(inputs)) * elements * 4;
+      const int groups = static_cast<int>(
+          std::clamp<Bytes>(options.working_set_bytes / std::max<Bytes>(group_bytes, 1), 4, 256));
+      Case c{FusionSample{name, elements * 4, static_cast<int>(mix.size()), inputs, 0, 0},
+             fused_loop_graph(mix, elements, groups),
+             groups,
+             {},
+             {}};
+      cases.push_back(std::move(c));
+    }
+  }
+  for (int round = 0; round < std::max(1, options.rounds); ++round) {
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      auto& c = cases[i];
+      if (options.progress) {
+        options.progress("round " + std::to_string(round + 1) + ": fused loops " +
+                         std::to_string(i + 1) + "/" + std::to_string(cases.size()) + ": " +
+                         c.sample.mix + " of " +
+                         core::format_bytes(static_cast<double>(c.sample.bytes_written)));
+      }
+      core::Decision fused;
+      fused.fusion = std::vector<std::int32_t>(static_cast<std::size_t>(c.graph.num_nodes()), 1);
+      ExecutionResult f = backend.execute(c.graph, fused, exec);
+      GOPT_ASSERT(f.fused_groups == c.groups, "a fused-loop sample's groups did not fuse whole");
+      ExecutionResult u = backend.execute(c.graph, core::Decision{}, exec);
+      c.fused.push_back(f.step_time_s / c.groups);
+      c.unfused.push_back(u.step_time_s / c.groups);
+    }
+  }
+  for (auto& c : cases) {
+    std::sort(c.fused.begin(), c.fused.end());
+    std::sort(c.unfused.begin(), c.unfused.end());
+    c.sample.fused_s = c.fused[c.fused.size() / 2];
+    c.sample.unfused_s = c.unfused[c.unfused.size() / 2];
+    samples.push_back(c.sample);
+  }
+  return samples;
+}
+
 CalibrationMeasurements measure_for_calibration(Backend& backend,
                                                 const MicrobenchOptions& options) {
   CalibrationMeasurements m;
@@ -280,6 +374,7 @@ CalibrationMeasurements measure_for_calibration(Backend& backend,
       m.ops.push_back(s);
     }
   }
+  m.fusion = measure_fused_loops(backend, options);
   if (backend.num_devices() < 2) return m;
   {
     // Parallelism: two independent chains of 64 ops, both on device 0 or one per device.

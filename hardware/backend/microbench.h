@@ -41,6 +41,9 @@ struct CalibrationMeasurements {
   /// chains of NoOps of several lengths and every op chain above. Its cost per op.
   std::vector<ExecutorSample> executor;
   std::vector<CopySample> copies;  ///< empty with one device
+  /// Fused groups against their ops unfused (measure_fused_loops); empty on CUDA, where the
+  /// backend generates no fused loops.
+  std::vector<FusionSample> fusion;
   /// Two independent chains on devices 0 and 1 against both on device 0 (time on one over
   /// time on two): 2 when the devices really run in parallel, about 1 when they share one
   /// processor (a CPU machine busy with other work). 0 with one device.
@@ -65,6 +68,20 @@ struct MicrobenchOp {
 /// The same for a chain of different ops, in order; the graph is named `name`.
 [[nodiscard]] core::Graph chain_graph(const std::vector<const MicrobenchOp*>& ops,
                                       const std::string& name);
+
+/// The graph of a fused-loop sample: `groups` fused groups in a chain (control edges
+/// between them), each a data chain of the ops of `mix` over `elements` floats, binary ops
+/// reading a second input placeholder. Under fusion priorities 1 for every op each group
+/// fuses whole (simulator/fusion.h).
+[[nodiscard]] core::Graph fused_loop_graph(const std::vector<std::string>& mix, Bytes elements,
+                                           int groups);
+
+/// Fused-loop samples on device 0: two mixes (an LSTM cell's Mul, AddV2, Sigmoid, Tanh; a
+/// chain of eight cheap ops) at four sizes (2,048 to 1M floats, times `size_scale`), each
+/// run fused and unfused in interleaved rounds (median kept), the chain long enough that its
+/// operands exceed `working_set_bytes`.
+[[nodiscard]] std::vector<FusionSample> measure_fused_loops(Backend& backend,
+                                                            const MicrobenchOptions& options);
 
 /// Runs chains of NoOps of several lengths (the executor's own cost per op), every
 /// calibration op chain on device 0 and, with two or more devices, chains

@@ -342,6 +342,24 @@ TEST(BackendTest, CalibrationChainsMeasureEveryBenchmark) {
   for (const auto& e : m.executor) EXPECT_GE(e.time_s, e.kernel_time_s);
   core::Graph chain = chain_graph(ops.front(), 3);
   EXPECT_EQ(chain.num_nodes(), 3 * (1 + static_cast<core::NodeId>(ops.front().inputs.size())));
+  // Fused loops: two mixes at four sizes, each timed fused (its groups fused whole, which
+  // measure_fused_loops asserts) and unfused.
+  ASSERT_EQ(m.fusion.size(), 8u);
+  for (const auto& f : m.fusion) {
+    EXPECT_GT(f.fused_s, 0) << f.mix;
+    EXPECT_GT(f.unfused_s, 0) << f.mix;
+    EXPECT_GT(f.bytes_written, 0) << f.mix;
+  }
+  // An LSTM cell's group: Mul and AddV2 read a second input, the first op two.
+  core::Graph cell = fused_loop_graph({"Mul", "AddV2", "Sigmoid", "Tanh"}, 64, 3);
+  EXPECT_EQ(cell.num_nodes(), 3 * (4 + 3));
+  auto cg = core::CompiledGraph::compile(cell);
+  core::Decision fused;
+  fused.fusion = std::vector<std::int32_t>(static_cast<std::size_t>(cg.num_nodes()), 1);
+  const auto groups = simulator::form_fusion_groups(cg, fused);
+  int whole = 0;
+  for (std::int32_t g = 0; g < groups.num_groups(); ++g) whole += groups.group_size(g) == 4;
+  EXPECT_EQ(whole, 3);
 }
 
 }  // namespace

@@ -317,6 +317,80 @@ TEST(CalibrationTest, EveryOpPaysTheExecutorOverhead) {
   EXPECT_NEAR(calibrated.fused_time(g, views.data(), 2, 0, 0), 3e-6, 1e-15);
 }
 
+// Fused loops: the ratio is fitted kernels against kernels, interpolates in log bytes,
+// round-trips through YAML (malformed ones name the field), and the calibrated model costs
+// a fused group as the CPU backend runs it.
+TEST(CalibrationTest, FusedLoopsAreFittedReadAndCostedAsTheBackendRunsThem) {
+  // exec 1 us: a 4-member group with 3 placeholders pays 7 us unfused, 4 us fused.
+  const std::vector<FusionSample> samples = {
+      {"a", 8192, 4, 3, 2.4e-5, 4.7e-5},   // kernels 2e-5 against 4e-5: 0.5
+      {"b", 8192, 4, 3, 8.4e-5, 4.7e-5},   // 8e-5 against 4e-5: 2
+      {"a", 65536, 4, 3, 3.6e-5, 5.7e-5},  // 3.2e-5 against 5e-5: 0.64
+  };
+  const FusedLoopRatio fit = fit_fused_loop_ratio(samples, 1e-6);
+  ASSERT_EQ(fit.bytes, (std::vector<Bytes>{8192, 65536}));
+  EXPECT_NEAR(fit.ratio[0], 1.0, 1e-9);  // geometric mean of 0.5 and 2
+  EXPECT_NEAR(fit.ratio[1], 0.64, 1e-9);
+  EXPECT_ERROR_CONTAINS(fit_fused_loop_ratio({{"a", 8192, 4, 3, 3e-6, 4.7e-5}}, 1e-6),
+                        "not above its executor overhead");
+  EXPECT_ERROR_CONTAINS(fit_fused_loop_ratio({}, 1e-6), "no fused-loop measurements");
+
+  const FusedLoopRatio r{{1000, 100000}, {0.5, 1.5}};
+  EXPECT_DOUBLE_EQ(r.at(10), 0.5);
+  EXPECT_DOUBLE_EQ(r.at(1000), 0.5);
+  EXPECT_NEAR(r.at(10000), 1.0, 1e-12);  // halfway in log bytes
+  EXPECT_DOUBLE_EQ(r.at(1 << 30), 1.5);
+  EXPECT_DOUBLE_EQ(FusedLoopRatio{}.at(1000), 1.0);
+
+  ClusterSpec spec = measured_cluster().spec();
+  for (auto& d : spec.devices) {
+    d.executor_overhead(3e-6).without_kernel(OpKind::kReshape);
+    d.fused_loop_ratio = r;
+  }
+  const std::string yaml = profile_yaml(spec);
+  EXPECT_NE(yaml.find("fused_loop_ratio: {bytes: [1000, 100000], ratio: [0.5, 1.5]}"),
+            std::string::npos)
+      << yaml;
+  ClusterSpec back = parse_profile_yaml(yaml, "round_trip.yaml");
+  EXPECT_TRUE(back.devices[0].same_numbers(spec.devices[0]));
+  EXPECT_EQ(profile_yaml(measured_cluster().spec()).find("fused_loop_ratio"), std::string::npos);
+  auto with = [&](const std::string& to) {
+    std::string s = yaml;
+    const std::string from = "fused_loop_ratio: {bytes: [1000, 100000], ratio: [0.5, 1.5]}";
+    return s.replace(s.find(from), from.size(), to);
+  };
+  EXPECT_ERROR_CONTAINS(
+      parse_profile_yaml(with("fused_loop_ratio: {bytes: [1000], ratio: [0.5, 1.5]}"), "bad.yaml"),
+      "fused_loop_ratio");
+  EXPECT_ERROR_CONTAINS(
+      parse_profile_yaml(with("fused_loop_ratio: {bytes: [1000, 10], ratio: [0.5, 1.5]}"),
+                         "bad.yaml"),
+      "strictly increasing bytes");
+  EXPECT_ERROR_CONTAINS(
+      parse_profile_yaml(with("fused_loop_ratio: {bytes: [1000, 100000], ratio: [0, 1.5]}"),
+                         "bad.yaml"),
+      "fused_loop_ratio.ratio[0]");
+
+  Cluster cluster = Cluster::build(spec);
+  core::GraphBuilder b("group");
+  auto mm = b.add("mm", "MatMul").flops(1e7).bytes_read(100).bytes_written(1000).output_bytes(1000);
+  auto add =
+      b.add("add", "AddV2").flops(250).bytes_read(2000).bytes_written(1000).output_bytes(1000);
+  auto view = b.add("view", "Reshape").output_bytes(1000);
+  b.connect(mm, add).connect(add, view);
+  auto g = core::CompiledGraph::compile(std::move(b).build());
+  CalibratedCostModel calibrated(cluster);
+  const double exec = 3e-6;
+  const double kernel_mm = calibrated.op_time(g, 0, 0) - exec;
+  const double kernel_add = calibrated.op_time(g, 1, 0) - exec;
+  ASSERT_GT(kernel_add, 0);
+  std::vector<core::NodeId> members = {0, 1, 2};
+  // One executor overhead, the product in full, the add at ratio 0.5 (1000 bytes), the view
+  // nothing; the memory traffic the simulator passes plays no part.
+  EXPECT_NEAR(calibrated.fused_time(g, members.data(), 3, 12345, 0),
+              exec + kernel_mm + 0.5 * kernel_add, 1e-15);
+}
+
 TEST(CalibrationTest, ShapeTablesHoldTheMedianOfEachMeasuredShape) {
   std::vector<OpSample> samples = {{OpKind::kMatMul, 2e6, 300, 3e-6, "MatMul", ""},
                                    {OpKind::kMatMul, 1e6, 200, 1e-6, "MatMul", ""},
