@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "experiments/results/hdf5_sink.h"
+#include "core/graph_io.h"
 #include "hardware/profile.h"
 #include "tests/support/files.h"
 #include "tests/support/run_command.h"
@@ -54,7 +55,7 @@ TEST_F(CalibrateValidateTest, CalibrateWritesAMeasuredProfile) {
   ASSERT_EQ(calibrate_.exit_code, 0) << calibrate_.err;
   auto j = nlohmann::json::parse(calibrate_.out);
   for (const char* key : {"launch_overhead_s", "executor_overhead_s", "peak_flops_per_s",
-                          "rms_rel_error", "kinds", "copy", "curves"}) {
+                          "rms_rel_error", "kinds", "copy", "curves", "fused_loop_ratio"}) {
     EXPECT_TRUE(j.contains(key)) << key << " in " << calibrate_.out;
   }
   auto cluster = hardware::load_profile(profile_);
@@ -68,6 +69,44 @@ TEST_F(CalibrateValidateTest, CalibrateWritesAMeasuredProfile) {
   EXPECT_TRUE(contains(cluster.provenance().notes, "Roofline fit over"))
       << cluster.provenance().notes;
   EXPECT_FALSE(cluster.device(0).op_type_curves.empty());
+  // The fused loops: one ratio per size, the same on every worker, as the summary says.
+  const auto& fused = cluster.device(0).fused_loop_ratio;
+  ASSERT_EQ(fused.ratio.size(), 4u);
+  EXPECT_EQ(fused.ratio, j["fused_loop_ratio"]["ratio"].get<std::vector<double>>());
+  EXPECT_EQ(cluster.device(1).fused_loop_ratio, fused);
+  EXPECT_TRUE(contains(cluster.provenance().notes, "Fused loops over 8 groups"))
+      << cluster.provenance().notes;
+}
+
+// --fusion-only measures the fused loops alone and adds their ratio to an existing measured
+// CPU profile of this machine, every other number kept; it refuses any other profile.
+TEST_F(CalibrateValidateTest, FusionOnlyAddsTheFusedLoopsToAMeasuredProfile) {
+  ASSERT_EQ(calibrate_.exit_code, 0) << calibrate_.err;
+  const std::string copy = (dir_ / "fusion_only.yaml").string();
+  hardware::ClusterSpec before = hardware::load_profile(profile_).spec();
+  for (auto& d : before.devices) d.fused_loop_ratio = {};
+  core::write_text_file_atomic(copy, hardware::profile_yaml(before));
+  auto r = run_command(kGopt + " calibrate --fusion-only --quick --out " + copy);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "fused loops added")) << r.out;
+  const auto after = hardware::load_profile(copy);
+  ASSERT_EQ(after.num_devices(), 2);
+  EXPECT_EQ(after.device(0).fused_loop_ratio.ratio.size(), 4u);
+  for (int d = 0; d < 2; ++d) {
+    hardware::DeviceSpec without = after.device(d);
+    without.fused_loop_ratio = {};
+    EXPECT_TRUE(without.same_numbers(before.devices[static_cast<std::size_t>(d)])) << d;
+  }
+  EXPECT_TRUE(contains(after.provenance().sources.back(), "gopt calibrate --fusion-only"))
+      << after.provenance().sources.back();
+
+  const std::string datasheet = (dir_ / "p100.yaml").string();
+  core::write_text_file_atomic(datasheet,
+                               hardware::profile_yaml(hardware::load_profile("p100x2_pcie").spec()));
+  r = run_command(kGopt + " calibrate --fusion-only --quick --out " + datasheet);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.err, datasheet + ": provenance")) << r.err;
+  EXPECT_TRUE(contains(r.err, "adds to a CPU profile measured by gopt calibrate")) << r.err;
 }
 
 TEST_F(CalibrateValidateTest, ValidateReportsErrorAndRankCorrelation) {
