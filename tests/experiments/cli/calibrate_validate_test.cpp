@@ -9,8 +9,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "experiments/results/hdf5_sink.h"
 #include "core/graph_io.h"
+#include "experiments/results/hdf5_sink.h"
 #include "hardware/profile.h"
 #include "tests/support/files.h"
 #include "tests/support/run_command.h"
@@ -101,8 +101,8 @@ TEST_F(CalibrateValidateTest, FusionOnlyAddsTheFusedLoopsToAMeasuredProfile) {
       << after.provenance().sources.back();
 
   const std::string datasheet = (dir_ / "p100.yaml").string();
-  core::write_text_file_atomic(datasheet,
-                               hardware::profile_yaml(hardware::load_profile("p100x2_pcie").spec()));
+  core::write_text_file_atomic(
+      datasheet, hardware::profile_yaml(hardware::load_profile("p100x2_pcie").spec()));
   r = run_command(kGopt + " calibrate --fusion-only --quick --out " + datasheet);
   EXPECT_NE(r.exit_code, 0);
   EXPECT_TRUE(contains(r.err, datasheet + ": provenance")) << r.err;
