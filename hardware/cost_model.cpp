@@ -55,8 +55,8 @@ Seconds RooflineCostModel::op_time(const core::CompiledGraph& graph, core::NodeI
 }
 
 Seconds RooflineCostModel::fused_time(const core::CompiledGraph& graph, const core::NodeId* members,
-                                      std::size_t count, Bytes memory_traffic_bytes,
-                                      DeviceId device) const {
+                                      const Seconds* /*member_op_times_s*/, std::size_t count,
+                                      Bytes memory_traffic_bytes, DeviceId device) const {
   const DeviceSpec& spec = cluster().device(device);
   Seconds compute_s = 0;
   double memory_efficiency = 1.0;
@@ -150,11 +150,13 @@ Seconds CalibratedCostModel::op_time(const core::CompiledGraph& graph, core::Nod
 }
 
 Seconds CalibratedCostModel::fused_time(const core::CompiledGraph& graph,
-                                        const core::NodeId* members, std::size_t count,
+                                        const core::NodeId* members,
+                                        const Seconds* member_op_times_s, std::size_t count,
                                         Bytes memory_traffic_bytes, DeviceId device) const {
   const DeviceSpec& spec = cluster().device(device);
   if (spec.fused_loop_ratio.empty()) {
-    return roofline_.fused_time(graph, members, count, memory_traffic_bytes, device);
+    return roofline_.fused_time(graph, members, member_op_times_s, count, memory_traffic_bytes,
+                                device);
   }
   // As the CPU backend runs a group: one executor overhead, each member's kernel, the
   // members in fused loops at their measured ratio.
@@ -163,7 +165,7 @@ Seconds CalibratedCostModel::fused_time(const core::CompiledGraph& graph,
     const auto v = static_cast<std::size_t>(members[i]);
     const core::OpKind kind = graph.kind()[v];
     if (spec.no_kernel[static_cast<std::size_t>(kind)]) continue;
-    const Seconds kernel = op_time(graph, members[i], device) - spec.executor_overhead_s;
+    const Seconds kernel = member_op_times_s[i] - spec.executor_overhead_s;
     t += runs_in_fused_loop(kind) ? kernel * spec.fused_loop_ratio.at(graph.bytes_written()[v])
                                   : kernel;
   }

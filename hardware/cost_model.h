@@ -52,9 +52,12 @@ class CostModel {
   /// Time of a fused kernel running `count` ops (`members`, in topological order) as one
   /// launch on `device`. `memory_traffic_bytes` is what the kernel reads and writes in
   /// device memory: the members' traffic without the intermediate tensors that stay
-  /// on chip (the simulator computes it, see docs/simulator.md).
+  /// on chip (the simulator computes it, see docs/simulator.md). `member_op_times_s` holds
+  /// each member's op_time on `device` as the caller has it (the simulator's cached
+  /// column), so that a model building on op times need not compute them again.
   [[nodiscard]] virtual Seconds fused_time(const core::CompiledGraph& graph,
-                                           const core::NodeId* members, std::size_t count,
+                                           const core::NodeId* members,
+                                           const Seconds* member_op_times_s, std::size_t count,
                                            Bytes memory_traffic_bytes, DeviceId device) const = 0;
 
   /// Latency and per-byte cost of one direction of link `link`.
@@ -97,8 +100,8 @@ class RooflineCostModel final : public CostModel {
   [[nodiscard]] Seconds op_time(const core::CompiledGraph& graph, core::NodeId op,
                                 DeviceId device) const override;
   [[nodiscard]] Seconds fused_time(const core::CompiledGraph& graph, const core::NodeId* members,
-                                   std::size_t count, Bytes memory_traffic_bytes,
-                                   DeviceId device) const override;
+                                   const Seconds* member_op_times_s, std::size_t count,
+                                   Bytes memory_traffic_bytes, DeviceId device) const override;
   [[nodiscard]] LinkCost link_cost(LinkId link) const override;
 
   /// The op's kernel alone: op_time without the executor overhead (0 for no-kernel kinds),
@@ -138,8 +141,8 @@ class CalibratedCostModel final : public CostModel {
   [[nodiscard]] Seconds op_time(const core::CompiledGraph& graph, core::NodeId op,
                                 DeviceId device) const override;
   [[nodiscard]] Seconds fused_time(const core::CompiledGraph& graph, const core::NodeId* members,
-                                   std::size_t count, Bytes memory_traffic_bytes,
-                                   DeviceId device) const override;
+                                   const Seconds* member_op_times_s, std::size_t count,
+                                   Bytes memory_traffic_bytes, DeviceId device) const override;
   [[nodiscard]] LinkCost link_cost(LinkId link) const override;
 
   /// Distance in natural-log units of (FLOPs, bytes) at which a measured shape's correction

@@ -46,9 +46,9 @@ Seconds ProfiledCostModel::op_time(const core::CompiledGraph& graph, core::NodeI
 }
 
 Seconds ProfiledCostModel::fused_time(const core::CompiledGraph& graph, const core::NodeId* members,
-                                      std::size_t count, Bytes memory_traffic_bytes,
-                                      DeviceId device) const {
-  return base_->fused_time(graph, members, count, memory_traffic_bytes, device);
+                                      const Seconds* member_op_times_s, std::size_t count,
+                                      Bytes memory_traffic_bytes, DeviceId device) const {
+  return base_->fused_time(graph, members, member_op_times_s, count, memory_traffic_bytes, device);
 }
 
 LinkCost ProfiledCostModel::link_cost(LinkId link) const { return base_->link_cost(link); }

@@ -47,8 +47,8 @@ class ProfiledCostModel final : public CostModel {
   [[nodiscard]] Seconds op_time(const core::CompiledGraph& graph, core::NodeId op,
                                 DeviceId device) const override;
   [[nodiscard]] Seconds fused_time(const core::CompiledGraph& graph, const core::NodeId* members,
-                                   std::size_t count, Bytes memory_traffic_bytes,
-                                   DeviceId device) const override;
+                                   const Seconds* member_op_times_s, std::size_t count,
+                                   Bytes memory_traffic_bytes, DeviceId device) const override;
   [[nodiscard]] LinkCost link_cost(LinkId link) const override;
 
   /// Whether op `op` has a measured time.

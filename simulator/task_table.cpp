@@ -61,8 +61,10 @@ void TaskTable::use_fusion(const DeviceId* placement, bool has_placement,
     // Memory traffic of the fused kernel: members' reads and writes, minus the reads of
     // internal edges and the writes of outputs that never leave the group.
     Bytes traffic = 0;
+    member_times_.clear();
     for (auto i = begin; i < end; ++i) {
       NodeId m = gr.members[at(i)];
+      member_times_.push_back(graph_.op_time_on(m, d));
       traffic += g.bytes_read()[at(m)] + g.bytes_written()[at(m)];
       if (!needs_buffer_[at(m)]) traffic -= g.bytes_written()[at(m)];
       for (auto s = g.in_begin(m); s < g.in_end(m); ++s) {
@@ -70,8 +72,8 @@ void TaskTable::use_fusion(const DeviceId* placement, bool has_placement,
       }
     }
     traffic = std::max<Bytes>(traffic, 0);
-    task_time_[at(task)] =
-        cost_model.fused_time(g, gr.members.data() + begin, at(end - begin), traffic, d);
+    task_time_[at(task)] = cost_model.fused_time(g, gr.members.data() + begin, member_times_.data(),
+                                                 at(end - begin), traffic, d);
     // As for op times: a negative time would schedule an event before the present.
     GOPT_ASSERT(task_time_[at(task)] >= 0 &&
                     task_time_[at(task)] < std::numeric_limits<Seconds>::infinity(),

@@ -45,6 +45,7 @@ class TaskTable {
   const FusionGroups* groups_ = &identity_;
   FusionWorkspace workspace_;
   std::vector<std::uint8_t> needs_buffer_;
+  std::vector<Seconds> member_times_;  ///< scratch: one fused group's members' op times
   std::vector<Seconds> task_time_;
   std::vector<std::uint64_t> task_key_;
   std::vector<std::int32_t> task_of_rank_;

@@ -81,8 +81,10 @@ TEST(FusionTaskGraphTest, FusingTheChainIntoOneKernelBeatsOneKernelPerOp) {
   std::vector<NodeId> members(static_cast<std::size_t>(n - 1));
   std::iota(members.begin(), members.end(), 1);
   const Bytes traffic = (Bytes{1} << 24) + 4;
-  const Seconds fused =
-      t.op(0) + t.f.cost.fused_time(t.f.compiled, members.data(), members.size(), traffic, 0);
+  std::vector<Seconds> times;
+  for (NodeId v : members) times.push_back(t.op(v));
+  const Seconds fused = t.op(0) + t.f.cost.fused_time(t.f.compiled, members.data(), times.data(),
+                                                      members.size(), traffic, 0);
   EXPECT_NEAR(t.step(t.task.improved), fused, fused * kRel);
   EXPECT_EQ(t.sim.last_groups().num_groups(), 2);
   EXPECT_LT(t.step(t.task.improved), 0.5 * t.step(t.task.baseline));

@@ -2,9 +2,11 @@
 // real-CPU-sized graph (experiments/configs/table1_real_cpu.yaml's sizes) on one device,
 // unfused and under tf_default's rule-based fusion executed as fused groups
 // (docs/hardware-backend.md "Fusion"). The reported time is the backend's median step
-// (manual time), so fused against unfused is what fusion gains on this CPU.
+// (manual time), so fused against unfused is what fusion gains on this CPU. And the
+// simulator's cost of the same fused decision on the shipped measured CPU profile, with
+// its calibrated fused-loop ratio and without it (the roofline's fused model).
 //
-//   build/bin/gopt_bench --benchmark_filter='BM_BackendStep'
+//   build/bin/gopt_bench --benchmark_filter='BM_BackendStep|BM_SimulateFused'
 #include <benchmark/benchmark.h>
 
 #include <map>
@@ -14,7 +16,10 @@
 #include "agents/baselines/tf_default.h"
 #include "datasets/workload_registry.h"
 #include "hardware/backend/backend.h"
+#include "hardware/cost_model.h"
+#include "hardware/profile.h"
 #include "simulator/fusion.h"
+#include "simulator/simulator.h"
 
 namespace {
 
@@ -66,8 +71,28 @@ void BM_BackendStep(benchmark::State& state, const std::string& name, bool fused
   state.counters["spread"] = r.spread();
 }
 
+void BM_SimulateFused(benchmark::State& state, bool calibrated_fusion) {
+  const Workload& w = workload("rnnlm_2");
+  auto spec = hardware::load_profile(
+                  (hardware::default_profile_dir() / "measured" / "cpu2_epyc.yaml").string())
+                  .spec();
+  if (!calibrated_fusion) {
+    for (auto& d : spec.devices) d.fused_loop_ratio = {};
+  }
+  const auto cluster = hardware::Cluster::build(spec);
+  const auto cost = hardware::make_cost_model(cluster);
+  simulator::Simulator sim(w.compiled, cluster, *cost);
+  core::Decision d;
+  d.fusion = agents::xla_fusion_priorities(w.compiled, nullptr, {});
+  for (auto _ : state) benchmark::DoNotOptimize(sim.simulate(d).step_time_s);
+}
+
 }  // namespace
 
+BENCHMARK_CAPTURE(BM_SimulateFused, rnnlm_2 / roofline_fusion, false)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_SimulateFused, rnnlm_2 / calibrated_fusion, true)
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_BackendStep, rnnlm_2 / unfused, std::string("rnnlm_2"), false)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond)

@@ -311,10 +311,13 @@ TEST(CalibrationTest, EveryOpPaysTheExecutorOverhead) {
   EXPECT_NEAR(roofline.op_time(g, 2, 0), 3e-6, 1e-15);
   // A fused kernel is one op for the executor.
   std::vector<core::NodeId> members = {0, 2};
-  EXPECT_NEAR(calibrated.fused_time(g, members.data(), 2, 200, 0),
+  const std::vector<Seconds> times = {calibrated.op_time(g, 0, 0), calibrated.op_time(g, 2, 0)};
+  EXPECT_NEAR(calibrated.fused_time(g, members.data(), times.data(), 2, 200, 0),
               3e-6 + 2e-6 + std::max(1e7 / 5e10, 200 / 2e10), 1e-12);
   std::vector<core::NodeId> views = {2, 3};
-  EXPECT_NEAR(calibrated.fused_time(g, views.data(), 2, 0, 0), 3e-6, 1e-15);
+  const std::vector<Seconds> view_times = {calibrated.op_time(g, 2, 0),
+                                           calibrated.op_time(g, 3, 0)};
+  EXPECT_NEAR(calibrated.fused_time(g, views.data(), view_times.data(), 2, 0, 0), 3e-6, 1e-15);
 }
 
 // Fused loops: the ratio is fitted kernels against kernels, interpolates in log bytes,
@@ -385,9 +388,11 @@ TEST(CalibrationTest, FusedLoopsAreFittedReadAndCostedAsTheBackendRunsThem) {
   const double kernel_add = calibrated.op_time(g, 1, 0) - exec;
   ASSERT_GT(kernel_add, 0);
   std::vector<core::NodeId> members = {0, 1, 2};
+  const std::vector<Seconds> times = {calibrated.op_time(g, 0, 0), calibrated.op_time(g, 1, 0),
+                                      calibrated.op_time(g, 2, 0)};
   // One executor overhead, the product in full, the add at ratio 0.5 (1000 bytes), the view
   // nothing; the memory traffic the simulator passes plays no part.
-  EXPECT_NEAR(calibrated.fused_time(g, members.data(), 3, 12345, 0),
+  EXPECT_NEAR(calibrated.fused_time(g, members.data(), times.data(), 3, 12345, 0),
               exec + kernel_mm + 0.5 * kernel_add, 1e-15);
 }
 

@@ -43,8 +43,10 @@ TEST(CostModelTest, RooflineTakesTheSlowerOfComputeAndMemory) {
   EXPECT_DOUBLE_EQ(model.op_time(g, 2, 0), 0.0);
   // Fused mm + relu: compute 2 ms + 2 us; traffic given as 8 MB at min efficiency 0.8.
   core::NodeId members[] = {0, 1};
-  EXPECT_DOUBLE_EQ(model.fused_time(g, members, 2, 8'000'000, 0), 5e-6 + 2e-3 + 2e-6);
-  EXPECT_DOUBLE_EQ(model.fused_time(g, members + 1, 1, 8'000'000, 0), model.op_time(g, 1, 0));
+  const Seconds times[] = {model.op_time(g, 0, 0), model.op_time(g, 1, 0)};
+  EXPECT_DOUBLE_EQ(model.fused_time(g, members, times, 2, 8'000'000, 0), 5e-6 + 2e-3 + 2e-6);
+  EXPECT_DOUBLE_EQ(model.fused_time(g, members + 1, times + 1, 1, 8'000'000, 0),
+                   model.op_time(g, 1, 0));
 }
 
 TEST(CostModelTest, TransferTimeOverAProfileRoute) {

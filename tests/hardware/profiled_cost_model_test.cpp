@@ -71,8 +71,9 @@ TEST(ProfiledCostModelTest, MeasuredTimesPlusTheExecutorOverheadElseTheBase) {
   EXPECT_NE(model.op_time(g, 0, 2), model.op_time(g, 0, 0));
   // Fused kernels and links are the base model's.
   core::NodeId members[] = {0, 1};
-  EXPECT_DOUBLE_EQ(model.fused_time(g, members, 2, 80'000, 1),
-                   base.fused_time(g, members, 2, 80'000, 1));
+  const Seconds times[] = {model.op_time(g, 0, 1), model.op_time(g, 1, 1)};
+  EXPECT_DOUBLE_EQ(model.fused_time(g, members, times, 2, 80'000, 1),
+                   base.fused_time(g, members, times, 2, 80'000, 1));
   for (LinkId l = 0; l < cluster.num_links(); ++l) {
     EXPECT_DOUBLE_EQ(model.link_cost(l).latency_s, base.link_cost(l).latency_s);
     EXPECT_DOUBLE_EQ(model.link_cost(l).seconds_per_byte, base.link_cost(l).seconds_per_byte);

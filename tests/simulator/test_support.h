@@ -28,8 +28,8 @@ class LookupCostModel final : public hardware::CostModel {
     return times_s_.at(static_cast<std::size_t>(op));
   }
   Seconds fused_time(const core::CompiledGraph& /*graph*/, const core::NodeId* members,
-                     std::size_t count, core::Bytes /*traffic*/,
-                     core::DeviceId /*device*/) const override {
+                     const Seconds* /*member_op_times_s*/, std::size_t count,
+                     core::Bytes /*traffic*/, core::DeviceId /*device*/) const override {
     double total = launch_s_;
     for (std::size_t i = 0; i < count; ++i) {
       total += times_s_.at(static_cast<std::size_t>(members[i])) - launch_s_;

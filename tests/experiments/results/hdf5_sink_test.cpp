@@ -679,6 +679,18 @@ hid_t open_for_surgery(const std::filesystem::path& path) {
   return f;
 }
 
+// Opens the group `object` of `path` for surgery and hands it to `change`.
+void edit_group(const std::filesystem::path& path, const std::string& object,
+                const std::function<void(hid_t)>& change) {
+  hid_t f = open_for_surgery(path);
+  ASSERT_GE(f, 0);
+  hid_t g = H5Gopen2(f, object.c_str(), H5P_DEFAULT);
+  ASSERT_GE(g, 0);
+  change(g);
+  H5Gclose(g);
+  H5Fclose(f);
+}
+
 // Replaces the scalar attribute `key` of `g` by `value`; false when HDF5 refused.
 template <typename T>
 bool replace_attr(hid_t g, const char* key, hid_t file_type, hid_t mem_type, T value) {
@@ -756,14 +768,10 @@ TEST(Hdf5SinkTest, MeasurementsRoundTripAndDamageIsDetected) {
   EXPECT_EQ(back->format_minor_version, kResultsFormatMinorVersion);
 
   // A changed measured time no longer matches the digest.
-  hid_t f = open_for_surgery(path);
-  ASSERT_GE(f, 0);
   const std::string object = "/measured/" + result_group_name(metis.key);
-  hid_t g = H5Gopen2(f, object.c_str(), H5P_DEFAULT);
-  ASSERT_GE(g, 0);
-  EXPECT_TRUE(replace_attr(g, "measured_step_time_s", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 0.001));
-  H5Gclose(g);
-  H5Fclose(f);
+  edit_group(path, object, [](hid_t g) {
+    EXPECT_TRUE(replace_attr(g, "measured_step_time_s", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 0.001));
+  });
   EXPECT_EQ(error_of(path), path.string() + ": " + object +
                                 ": the measurement's contents do not match its digest (the file "
                                 "is damaged)");
@@ -787,29 +795,19 @@ TEST(Hdf5SinkTest, MeasurementsOfFormat22HaveNoStepTimesAndStepTimesAreDigested)
   const std::string object = "/measured/" + result_group_name(metis.key);
 
   // One step time changed: the digest covers them.
-  {
-    hid_t f = open_for_surgery(path);
-    ASSERT_GE(f, 0);
-    hid_t g = H5Gopen2(f, object.c_str(), H5P_DEFAULT);
-    ASSERT_GE(g, 0);
+  edit_group(path, object, [](hid_t g) {
     hid_t set = H5Dopen2(g, "step_times_s", H5P_DEFAULT);
     ASSERT_GE(set, 0);
     const double forged[2] = {0.0131, 0.0010};
     EXPECT_GE(H5Dwrite(set, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, forged), 0);
     H5Dclose(set);
-    H5Gclose(g);
-    H5Fclose(f);
-  }
+  });
   EXPECT_EQ(error_of(path), path.string() + ": " + object +
                                 ": the measurement's contents do not match its digest (the file "
                                 "is damaged)");
 
   // As a 2.2 writer left it: no dataset, minor version 2, the digest without step times.
-  {
-    hid_t f = open_for_surgery(path);
-    ASSERT_GE(f, 0);
-    hid_t g = H5Gopen2(f, object.c_str(), H5P_DEFAULT);
-    ASSERT_GE(g, 0);
+  edit_group(path, object, [&](hid_t g) {
     EXPECT_GE(H5Ldelete(g, "step_times_s", H5P_DEFAULT), 0);
     Measurement old = m;
     old.step_times_s.clear();
@@ -817,9 +815,7 @@ TEST(Hdf5SinkTest, MeasurementsOfFormat22HaveNoStepTimesAndStepTimesAreDigested)
         replace_attr<std::int64_t>(g, "format_minor_version", H5T_STD_I64LE, H5T_NATIVE_INT64, 2));
     EXPECT_TRUE(replace_attr<std::uint64_t>(g, "digest", H5T_STD_U64LE, H5T_NATIVE_UINT64,
                                             h5::measurement_digest(old)));
-    H5Gclose(g);
-    H5Fclose(f);
-  }
+  });
   auto file = read_results_file(path);
   const Measurement* back = file.measurement(metis.key);
   ASSERT_NE(back, nullptr);
@@ -844,22 +840,13 @@ TEST(Hdf5SinkTest, MeasurementsOfFormat23HaveNoFusionCountsAndCountsAreDigested)
     sink.write_measurement(m);
   }
   const std::string object = "/measured/" + result_group_name(metis.key);
-  auto edit = [&](const std::function<void(hid_t)>& change) {
-    hid_t f = open_for_surgery(path);
-    ASSERT_GE(f, 0);
-    hid_t g = H5Gopen2(f, object.c_str(), H5P_DEFAULT);
-    ASSERT_GE(g, 0);
-    change(g);
-    H5Gclose(g);
-    H5Fclose(f);
-  };
-  edit([](hid_t g) {
+  edit_group(path, object, [](hid_t g) {
     EXPECT_TRUE(replace_attr<std::int64_t>(g, "fused_ops", H5T_STD_I64LE, H5T_NATIVE_INT64, 4));
   });
   EXPECT_EQ(error_of(path), path.string() + ": " + object +
                                 ": the measurement's contents do not match its digest (the file "
                                 "is damaged)");
-  edit([&](hid_t g) {
+  edit_group(path, object, [&](hid_t g) {
     for (const char* name : {"fused_groups", "fused_ops", "fused_loop_ops"}) {
       EXPECT_GE(H5Adelete(g, name), 0) << name;
     }
