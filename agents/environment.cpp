@@ -13,14 +13,21 @@ Evaluation Environment::evaluate(const core::Decision& decision) {
   return e;
 }
 
+Evaluation Environment::evaluation_of(const simulator::SimulationResult& r,
+                                      const core::Decision& decision) {
+  Evaluation e{r.step_time_s, r.oom, r.oom_device};
+  if (timer_ != nullptr && !e.oom) e.step_time_s = timer_->step_time_s(decision);
+  return e;
+}
+
 Evaluation Environment::simulate(const core::Decision& decision) {
   last_ = &pool_.primary().simulate(decision);
-  return {last_->step_time_s, last_->oom, last_->oom_device};
+  return evaluation_of(*last_, decision);
 }
 
 Evaluation Environment::evaluate_delta(const core::Decision& decision) {
   last_ = &pool_.primary().simulate_delta(decision);
-  const Evaluation e{last_->step_time_s, last_->oom, last_->oom_device};
+  const Evaluation e = evaluation_of(*last_, decision);
   record(e, decision);
   return e;
 }
@@ -31,6 +38,11 @@ std::vector<Evaluation> Environment::simulate_many(const std::vector<core::Decis
   pool_.simulate_each(decisions, [&](std::size_t i, const simulator::SimulationResult& r) {
     out[i] = {r.step_time_s, r.oom, r.oom_device};
   });
+  if (timer_ != nullptr) {  // one execution at a time, after the parallel simulations
+    for (std::size_t i = 0; i < decisions.size(); ++i) {
+      if (!out[i].oom) out[i].step_time_s = timer_->step_time_s(decisions[i]);
+    }
+  }
   return out;
 }
 

@@ -1,6 +1,7 @@
 // Problem and Environment: what an agent optimizes. A Problem is one graph on one cluster
 // under one cost model; an Environment wraps a Problem with a Simulator and turns a
 // Decision into an evaluation, counting samples and remembering the best decision seen.
+// With a StepTimer, the step times of its evaluations are the timer's (measured rewards).
 #pragma once
 
 #include <cstdint>
@@ -53,6 +54,17 @@ struct BestImprovement {
   }
 };
 
+/// Where the step time of an evaluation comes from when it is not the simulator's: the
+/// hardware backend under `reward: measured` (experiments/run/measured_reward.h). The
+/// simulator still runs every decision (its memory model decides OOM, and agents read its
+/// result); a decision that fits takes the timer's step time instead of the simulated one.
+class StepTimer {
+ public:
+  virtual ~StepTimer() = default;
+  /// The step time of `decision`, valid for the Problem's graph and cluster, in seconds.
+  virtual Seconds step_time_s(const core::Decision& decision) = 0;
+};
+
 /// Evaluates decisions on the simulator, one at a time or a batch at once on several
 /// threads (set_threads). Not thread-safe itself: one caller at a time.
 class Environment {
@@ -64,6 +76,11 @@ class Environment {
   /// evaluations, and so everything an agent does with them, are the same for every count.
   void set_threads(int threads) { pool_.set_threads(threads); }
   [[nodiscard]] int threads() const { return pool_.threads(); }
+  /// Takes the step times of every later evaluation that fits in memory from `timer`
+  /// (borrowed; null: the simulator's again). Batches are simulated on threads() and then
+  /// timed one decision after another, in order.
+  void set_step_timer(StepTimer* timer) { timer_ = timer; }
+  [[nodiscard]] StepTimer* step_timer() const { return timer_; }
 
   [[nodiscard]] const Problem& problem() const { return problem_; }
   /// Simulates a decision (validated), counts a sample and tracks the best valid one:
@@ -90,7 +107,8 @@ class Environment {
   [[nodiscard]] bool improves(const Evaluation& evaluation) const {
     return !evaluation.oom && evaluation.step_time_s < best_step_time_s_;
   }
-  /// The full result of the last evaluate() or simulate() call (not of a batch).
+  /// The full simulation result of the last evaluate() or simulate() call (not of a
+  /// batch); its step time is the simulated one, also under a StepTimer.
   [[nodiscard]] const simulator::SimulationResult& last_result() const {
     GOPT_ASSERT(last_ != nullptr, "last_result() after a batch or before any evaluation");
     return *last_;
@@ -114,7 +132,12 @@ class Environment {
  private:
   Problem problem_;
   simulator::SimulatorPool pool_;
+  // The evaluation of `decision` from its simulation `r`: the timer's step time when set
+  // and the decision fits.
+  [[nodiscard]] Evaluation evaluation_of(const simulator::SimulationResult& r,
+                                         const core::Decision& decision);
   const simulator::SimulationResult* last_ = nullptr;
+  StepTimer* timer_ = nullptr;
   std::int64_t samples_ = 0;
   Seconds best_step_time_s_ = std::numeric_limits<Seconds>::infinity();
   core::Decision best_decision_;

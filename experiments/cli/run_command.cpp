@@ -139,6 +139,7 @@ int run_experiment_command(const RunArgs& args, CliContext& ctx) {
   }
   // Refused before anything runs: a run of hours is not to end in "cannot be measured".
   if (args.measure) check_measurable(config, args.config);
+  check_measured_rewards(config, args.config);
   // Read before any file is opened: a bad GOPT_CPU_KERNEL must leave an existing file alone.
   const std::string cpu_numerics = agents::cpu_numerics_description();
 

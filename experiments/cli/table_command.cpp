@@ -42,7 +42,7 @@ int print_tables(const TableArgs& args, CliContext& ctx) {
   if (rescheduled) {
     remove_tables(tables, kRecordedOnlyTables);
     // Measurements are of the recorded decisions, not of the re-scheduled ones.
-    remove_tables(tables, {"measured", "measured_winners"});
+    remove_tables(tables, {"measured", "measured_winners", "measured_gains", "measured_rewards"});
   }
   if (!args.table.empty()) {
     std::vector<Table> chosen;

@@ -11,7 +11,7 @@
 namespace gopt::experiments::config_yaml {
 namespace {
 
-const std::vector<std::string> kAgentKeys = {"name", "agent", "options", "budget"};
+const std::vector<std::string> kAgentKeys = {"name", "agent", "options", "budget", "reward"};
 const std::vector<std::string> kBudgetKeys = {"steps", "samples", "seconds"};
 
 }  // namespace
@@ -82,6 +82,7 @@ void ConfigParser::parse_agents(const YAML::Node& list, ExperimentConfig& c) {
     if (n.IsMap()) {
       if (auto o = n["options"]) options_valid = parse_options(o, field + ".options", info, a);
       if (auto b = n["budget"]) parse_budget(b, field + ".budget", info, a);
+      if (auto w = n["reward"]) parse_reward(w, field + ".reward", *info, a);
     }
     if (options_valid) check_cluster(n, field, *info, a);
     c.agents.push_back(std::move(a));
@@ -175,6 +176,27 @@ bool ConfigParser::check_option_type(const YAML::Node& node, const std::string& 
   auto problem = agents::option_value_problem(spec, value);
   if (!problem.empty()) r_.problem(node, field, problem);
   return problem.empty();
+}
+
+void ConfigParser::parse_reward(const YAML::Node& w, const std::string& field,
+                                const agents::AgentInfo& info, AgentConfig& a) {
+  const auto value = r_.string(w, field);
+  if (!value) return;
+  if (*value != "simulated" && *value != "measured") {
+    r_.problem(w, field,
+               "expected 'simulated' (the simulator times each sample) or 'measured' (each "
+               "sample runs on this machine's backend), found '" +
+                   *value + "'");
+    return;
+  }
+  if (*value == "measured" && !info.learner) {
+    r_.problem(w, field,
+               "agent '" + a.type +
+                   "' does not learn, so it samples nothing to measure (remove 'reward'; "
+                   "`gopt measure` executes its decision)");
+    return;
+  }
+  a.reward = *value;
 }
 
 void ConfigParser::parse_budget(const YAML::Node& b, const std::string& field,

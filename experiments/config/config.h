@@ -46,6 +46,9 @@ struct AgentConfig {
   std::string type;  ///< registry name ("hdp")
   std::map<std::string, std::string> options;  ///< agent options as text
   agents::TrainBudget budget;                  ///< learners only
+  /// Where a learner's samples take their step times: "simulated" (the simulator) or
+  /// "measured" (executed on this machine's backend, experiments/run/measured_reward.h).
+  std::string reward = "simulated";
 };
 
 /// A loaded, validated experiment.

@@ -113,6 +113,8 @@ class ConfigParser {
                          const agents::OptionSpec& spec, const std::string& value);
   void parse_budget(const YAML::Node& b, const std::string& field, const agents::AgentInfo* info,
                     AgentConfig& a);
+  void parse_reward(const YAML::Node& w, const std::string& field, const agents::AgentInfo& info,
+                    AgentConfig& a);
 
   Reader& r_;
   std::filesystem::path base_dir_;

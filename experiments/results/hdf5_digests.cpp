@@ -75,6 +75,10 @@ std::uint64_t result_digest(const RunResult& r) {
   d.i64(r.bytes_moved);
   d.f64(r.wall_s);
   d.i64(r.samples);
+  if (r.reward != "simulated") {  // format 2.5: only then, so earlier rows keep their digests
+    d.str(r.reward);
+    d.i64(r.reward_executions);
+  }
   d.strings(r.options);
   d.strings(r.resolved_options);
   if (r.measured_step_time_s >= 0) {

@@ -162,6 +162,10 @@ void read_result_attributes(const AttrReader& a, RunResult& r) {
   r.bytes_moved = a.int64("bytes_moved");
   r.wall_s = a.number("wall_s");
   r.samples = a.int64("samples");
+  if (a.has("reward")) {  // format 2.5, learners on measured rewards
+    r.reward = a.string("reward");
+    r.reward_executions = a.int64("reward_executions");
+  }
   if (a.has("format_minor_version")) r.format_minor_version = a.int64("format_minor_version");
   if (a.has("measured_step_time_s")) {  // validation results only
     r.measured_step_time_s = a.number("measured_step_time_s");

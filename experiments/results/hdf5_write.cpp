@@ -83,6 +83,10 @@ void write_result_attributes(Writer& w, const RunResult& r) {
   w.attr("bytes_moved", r.bytes_moved);
   w.attr("wall_s", r.wall_s);
   w.attr("samples", r.samples);
+  if (r.reward != "simulated") {  // format 2.5; absent: simulated
+    w.attr("reward", r.reward);
+    w.attr("reward_executions", r.reward_executions);
+  }
   w.attr("format_minor_version", kResultsFormatMinorVersion);
   // Text that is not UTF-8 (a Latin-1 path in an option) is written with U+FFFD in its
   // place rather than losing the result, as the run history is (hdf5_digests.cpp).

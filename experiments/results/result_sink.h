@@ -94,6 +94,11 @@ struct RunResult {
   std::int64_t bytes_moved = 0;  ///< bytes between devices in one step
   double wall_s = 0;             ///< wall-clock seconds of the whole job
   std::int64_t samples = 0;      ///< simulations used (training + final evaluation)
+  /// Where the learner's samples took their step times: "simulated", or "measured" (each
+  /// executed on the backend, `reward: measured`). best_step_time_s is the simulated time
+  /// either way; the learning curve and best_improvements are in the reward's times.
+  std::string reward = "simulated";
+  std::int64_t reward_executions = 0;  ///< measured rewards: distinct decisions executed
   /// Read back: the results format's minor version its writer wrote (0: not recorded).
   /// Writers ignore it and record their own (kResultsFormatMinorVersion).
   std::int64_t format_minor_version = 0;

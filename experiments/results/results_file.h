@@ -31,7 +31,9 @@ inline constexpr std::int64_t kResultsFormatVersion = 2;
 ///   2.1  best_improvements: each sample that improved a learner's best
 ///   2.2  /measured: results' decisions executed on a real backend (`gopt measure`)
 ///   2.3  /measured/*/step_times_s: every timed step of a measurement
-inline constexpr std::int64_t kResultsFormatMinorVersion = 4;
+///   2.4  /measured/*: fused_groups, fused_ops, fused_loop_ops (fusion executed)
+///   2.5  reward, reward_executions: learners trained on measured rewards
+inline constexpr std::int64_t kResultsFormatMinorVersion = 5;
 /// The oldest schema version this build reads (`gopt table`, read_results_file).
 inline constexpr std::int64_t kOldestReadResultsFormatVersion = 1;
 

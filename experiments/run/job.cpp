@@ -10,6 +10,7 @@
 #include "agents/environment.h"
 #include "core/strings.h"
 #include "core/units.h"
+#include "experiments/run/measured_reward.h"
 #include "simulator/lower_bounds.h"
 
 namespace gopt::experiments::runner {
@@ -47,9 +48,41 @@ void record_evaluation(const JobContext& context, agents::Environment& env,
   }
 }
 
+// A job's measured rewards: one timer per environment it trains in, when its agent has
+// `reward: measured`.
+class JobRewards {
+ public:
+  JobRewards(const JobContext& context, const PlannedJob& job) : context_(context), job_(job) {}
+
+  // Times `env`'s later samples on the backend (workload `workload`) when the job measures.
+  void attach(agents::Environment& env, const std::string& workload) {
+    if (job_.agent->reward != "measured") return;
+    GOPT_ASSERT(context_.backend != nullptr, "measured rewards without a backend");
+    timers_.push_back(
+        std::make_unique<MeasuredReward>(*context_.backend, context_.measured_graphs.at(workload)));
+    env.set_step_timer(timers_.back().get());
+  }
+  // The result of `env`: where its rewards came from.
+  void stamp(const agents::Environment& env, RunResult& r) const {
+    for (const auto& t : timers_) {
+      if (env.step_timer() != t.get()) continue;
+      r.reward = "measured";
+      r.reward_executions = t->executions();
+    }
+  }
+
+ private:
+  const JobContext& context_;
+  const PlannedJob& job_;
+  std::vector<std::unique_ptr<MeasuredReward>> timers_;
+};
+
 // The result row `row` of `job` for the decision `agent` proposes after training in `env`.
+// The final evaluation is simulated whatever the rewards were: the row's step time is the
+// simulated one, as every row's (`gopt measure` measures it).
 RunResult result_of(const JobContext& context, const PlannedJob& job, const PlannedRow& row,
-                    agents::Agent& agent, agents::Environment& env, Clock::time_point start) {
+                    agents::Agent& agent, agents::Environment& env, Clock::time_point start,
+                    const JobRewards& rewards) {
   const core::CompiledGraph& graph = env.problem().graph;
   RunResult r;
   r.key = row.key;
@@ -68,6 +101,8 @@ RunResult result_of(const JobContext& context, const PlannedJob& job, const Plan
   // A learned agent: one that trains, or one that applies a policy trained elsewhere.
   r.learner = agent.is_learner() || job.transfers;
   r.decision = agent.propose(env.problem());
+  rewards.stamp(env, r);
+  env.set_step_timer(nullptr);
   record_evaluation(context, env, env.evaluate(r.decision), r);
   r.samples = env.samples();
   if (r.learner) r.best_improvements = env.improvements();
@@ -101,6 +136,7 @@ agents::TrainSnapshots job_snapshots(const RunnerOptions& options, const Plan& p
            << agent.budget.max_samples << " | seconds "
            << core::number_text(agent.budget.max_seconds);  // exact: no two budgets alike
   for (const auto& [key, value] : agent.options) identity << " | " << key << "=" << value;
+  if (agent.reward != "simulated") identity << " | reward " << agent.reward;
   std::string file = what + "." + agent.name + ".seed" + std::to_string(job.seed);
   for (char& c : file) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-') c = '_';
@@ -136,12 +172,14 @@ RunResult run_single(const JobContext& context, const PlannedJob& job,
                           job_seed(job.seed, row.key.workload, row.key.agent)};
   agents::Environment env(problem);
   env.set_threads(context.simulate_threads);
+  JobRewards rewards(context, job);
   if (agent->is_learner()) {
+    rewards.attach(env, row.workload->name);
     agent->set_snapshots(snapshots);
     agent->set_learner_group(learners);
     agent->train(env, job.agent->budget, &observer);
   }
-  return result_of(context, job, row, *agent, env, start);
+  return result_of(context, job, row, *agent, env, start, rewards);
 }
 
 std::vector<RunResult> run_training_set(const JobContext& context, const PlannedJob& job,
@@ -156,6 +194,7 @@ std::vector<RunResult> run_training_set(const JobContext& context, const Planned
       context.registry.create_transferable(job.agent->type, job.options, context.config.source);
   // One environment per graph (owned), and the pointers the agent takes.
   std::vector<std::unique_ptr<agents::Environment>> owned;
+  JobRewards rewards(context, job);
   auto environments_of = [&](const std::vector<const WorkloadConfig*>& workloads) {
     std::vector<agents::Environment*> pointers;
     for (const auto* w : workloads) {
@@ -163,6 +202,7 @@ std::vector<RunResult> run_training_set(const JobContext& context, const Planned
                               job_seed(job.seed, w->name, job.agent->name)};
       owned.push_back(std::make_unique<agents::Environment>(problem));
       owned.back()->set_threads(context.simulate_threads);
+      rewards.attach(*owned.back(), w->name);
       pointers.push_back(owned.back().get());
     }
     return pointers;
@@ -178,7 +218,7 @@ std::vector<RunResult> run_training_set(const JobContext& context, const Planned
     const auto index = static_cast<std::size_t>(
         std::find(plan.training.begin(), plan.training.end(), row.workload) -
         plan.training.begin());
-    results.push_back(result_of(context, job, row, *agent, *pointers[index], start));
+    results.push_back(result_of(context, job, row, *agent, *pointers[index], start, rewards));
     results.back().learning_curve = curve;
   }
   // One job: its rows share its wall time, the last row's.
@@ -189,7 +229,11 @@ std::vector<RunResult> run_training_set(const JobContext& context, const Planned
 std::string result_line(const RunResult& r) {
   std::string s = r.key.text() + ": step time " + core::format_seconds(r.best_step_time_s);
   if (r.oom) s += " [OOM]";
-  return s + " (simulated), " + core::format_seconds(r.wall_s) + " wall";
+  s += " (simulated), " + core::format_seconds(r.wall_s) + " wall";
+  if (r.reward == "measured") {
+    s += ", trained on " + std::to_string(r.reward_executions) + " measured decisions";
+  }
+  return s;
 }
 
 }  // namespace gopt::experiments::runner

@@ -16,6 +16,7 @@
 #include "experiments/results/provenance.h"
 #include "experiments/run/plan.h"
 #include "experiments/run/runner.h"
+#include "hardware/backend/backend.h"
 #include "hardware/cost_model.h"
 #include "hardware/profile.h"
 
@@ -31,6 +32,11 @@ struct JobContext {
   std::map<std::string, core::CompiledGraph> graphs;  ///< by workload label
   Provenance provenance;     ///< this process's, stamped on every result it produces
   int simulate_threads = 1;  ///< RunnerOptions::simulate_threads
+  /// Under `reward: measured` (experiments/run/measured_reward.h): the backend that times the
+  /// learners' samples, and the graphs it executes, by workload label. Null and empty when
+  /// no job of the plan has measured rewards.
+  std::unique_ptr<hardware::backend::Backend> backend;
+  std::map<std::string, core::Graph> measured_graphs;
 };
 
 /// A job's training snapshots (RunnerOptions::snapshot_dir): the file, and the identity that

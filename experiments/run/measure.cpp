@@ -6,7 +6,6 @@
 #include <map>
 #include <memory>
 #include <ostream>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -16,6 +15,7 @@
 #include "experiments/results/hdf5_sink.h"
 #include "experiments/results/provenance.h"
 #include "experiments/results/results_file.h"
+#include "experiments/run/decision_order.h"
 #include "experiments/run/runner.h"
 #include "experiments/tables/bound_refresh.h"
 #include "hardware/backend/backend.h"
@@ -27,16 +27,6 @@ namespace gopt::experiments {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// The backend a profile's devices run on: CPU workers (`gopt calibrate --backend cpu`)
-// or GPUs.
-std::string backend_of(const hardware::Cluster& cluster) {
-  const auto& devices = cluster.spec().devices;
-  const bool cpu = std::all_of(devices.begin(), devices.end(), [](const hardware::DeviceSpec& d) {
-    return d.type == "cpu_worker";
-  });
-  return cpu ? "cpu" : "cuda";
-}
 
 // Why `cluster` (the hardware of `file`'s results) cannot be measured here with `options`,
 // or "" when it can.
@@ -70,18 +60,6 @@ std::string refusal(const hardware::Cluster& cluster, const std::string& config_
   return "";
 }
 
-// Identical decisions run once: the key of what the backend executes.
-using DecisionKey = std::tuple<std::vector<std::int32_t>, std::vector<std::int32_t>,
-                               std::vector<std::int32_t>, bool, bool, bool>;
-DecisionKey key_of(const core::Decision& d) {
-  return {d.placement.value_or(std::vector<std::int32_t>{}),
-          d.priority.value_or(std::vector<std::int32_t>{}),
-          d.fusion.value_or(std::vector<std::int32_t>{}),
-          d.placement.has_value(),
-          d.priority.has_value(),
-          d.fusion.has_value()};
-}
-
 // One distinct decision of a workload and the results that chose it.
 struct Execution {
   core::Decision decision;
@@ -100,6 +78,14 @@ bool stop_requested(const MeasureOptions& options) {
 
 }  // namespace
 
+std::string backend_of(const hardware::Cluster& cluster) {
+  const auto& devices = cluster.spec().devices;
+  const bool cpu = std::all_of(devices.begin(), devices.end(), [](const hardware::DeviceSpec& d) {
+    return d.type == "cpu_worker";
+  });
+  return cpu ? "cpu" : "cuda";
+}
+
 std::string machine_kind(const std::string& machine) {
   const auto colon = machine.find(": ");
   return colon == std::string::npos ? machine : machine.substr(colon + 2);
@@ -114,6 +100,19 @@ void check_measurable(const ExperimentConfig& config, const std::string& source,
     throw core::InputError(source, "hardware",
                            "its hardware '" + config.hardware + "' describes the " +
                                backend_of(cluster) + " backend, not --backend " + options.backend);
+  }
+}
+
+void check_measured_rewards(const ExperimentConfig& config, const std::string& source) {
+  const auto measured = std::find_if(config.agents.begin(), config.agents.end(),
+                                     [](const AgentConfig& a) { return a.reward == "measured"; });
+  if (measured == config.agents.end()) return;
+  try {
+    check_measurable(config, source);
+  } catch (const core::InputError& e) {
+    throw core::InputError(
+        source, "agents." + measured->name + ".reward",
+        "measured rewards run each sample on this machine's backend, but " + e.problem());
   }
 }
 
@@ -188,7 +187,7 @@ MeasureSummary measure_results(const std::string& path, const MeasureOptions& op
           const core::Graph graph = load_workload(workload, setup.workloads);
           const auto cg = core::CompiledGraph::compile(graph);
           std::vector<Execution> executions;
-          std::map<DecisionKey, std::size_t> index;
+          std::map<core::Decision, std::size_t, DecisionLess> index;
           for (const RunResult* r : it->second) {
             if (r->num_nodes != cg.num_nodes()) {
               throw core::InputError(path, "/results/" + result_group_name(r->key),
@@ -198,7 +197,7 @@ MeasureSummary measure_results(const std::string& path, const MeasureOptions& op
                                          " (its generator changed since the run); measure it with "
                                          "the gopt that ran it");
             }
-            auto [at, fresh] = index.emplace(key_of(r->decision), executions.size());
+            auto [at, fresh] = index.emplace(r->decision, executions.size());
             if (fresh) executions.push_back({r->decision, {}, 0, {}, {}, {}});
             executions[at->second].results.push_back(r);
           }

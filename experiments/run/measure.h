@@ -18,6 +18,7 @@
 
 #include "core/options.h"
 #include "hardware/backend/backend.h"
+#include "hardware/cluster.h"
 
 namespace gopt::experiments {
 
@@ -62,11 +63,20 @@ struct ExperimentConfig;
 /// since containers and rebuilt machines of one kind change it.
 [[nodiscard]] std::string machine_kind(const std::string& machine);
 
+/// The backend a profile's devices run on: "cpu" for CPU workers (`gopt calibrate --backend
+/// cpu`), "cuda" otherwise.
+[[nodiscard]] std::string backend_of(const hardware::Cluster& cluster);
+
 /// Throws core::InputError naming `source` and its `hardware` when the results of `config`
 /// could not be measured here (as measure_results refuses them), so that `gopt run
 /// --measure` says so before it runs.
 void check_measurable(const ExperimentConfig& config, const std::string& source,
                       const MeasureOptions& options = {});
+
+/// Throws core::InputError naming `source` and the first agent with `reward: measured`
+/// (field "agents.NAME.reward") when `config` has one and its hardware could not be
+/// measured here (check_measurable), so that `gopt run` refuses it before it runs.
+void check_measured_rewards(const ExperimentConfig& config, const std::string& source);
 
 /// Measures the results of `path` (see the header comment). Throws core::InputError naming
 /// the file, before anything runs, when it is not a results file of the format this gopt

@@ -19,6 +19,7 @@
 #include "datasets/workload_registry.h"
 #include "experiments/run/job.h"
 #include "experiments/run/job_workers.h"
+#include "experiments/run/measure.h"
 #include "experiments/run/plan.h"
 #include "experiments/run/progress.h"
 #include "experiments/run/team/team.h"
@@ -67,6 +68,53 @@ void load_graphs(const Plan& plan, std::map<std::string, core::CompiledGraph>& g
                         });
     if (!needed) continue;
     graphs.emplace(w.name, compile_workload(w, workloads));
+  }
+}
+
+// The labels of the agents with `reward: measured` that have jobs in `plan`.
+std::vector<std::string> measured_reward_agents(const Plan& plan) {
+  std::vector<std::string> names;
+  for (const auto& job : plan.jobs) {
+    if (job.agent->reward == "measured" &&
+        std::find(names.begin(), names.end(), job.agent->name) == names.end()) {
+      names.push_back(job.agent->name);
+    }
+  }
+  return names;
+}
+
+// The backend and graphs that time measured rewards (experiments/run/measured_reward.h):
+// refused, before any job runs, where the config's hardware is not a measured profile of
+// this machine or the run is shared by processes (which would execute at once).
+void prepare_measured_rewards(const Plan& plan, const RunnerOptions& options,
+                              const std::vector<std::string>& agents, runner::JobContext& context) {
+  const ExperimentConfig& config = *plan.config;
+  const std::string field = "agents." + agents.front() + ".reward";
+  if (options.team != nullptr || options.learners != nullptr) {
+    throw core::InputError(config.source, field,
+                           "measured rewards execute every sample on this machine, one job at "
+                           "a time: run the config in one process, without torchrun");
+  }
+  check_measured_rewards(config, config.source);
+  const auto kind =
+      hardware::backend::backend_kind_from_string(backend_of(context.cluster), "hardware");
+  context.backend = hardware::backend::make_backend(kind, context.cluster.num_devices());
+  datasets::WorkloadRegistry workloads;
+  datasets::register_builtin_workloads(workloads);
+  for (const auto& job : plan.jobs) {
+    if (job.agent->reward != "measured") continue;
+    std::vector<const WorkloadConfig*> needed;
+    if (job.training_set) {
+      needed.insert(needed.end(), plan.training.begin(), plan.training.end());
+      needed.insert(needed.end(), plan.validation.begin(), plan.validation.end());
+    } else {
+      needed.push_back(job.rows.front().workload);
+    }
+    for (const auto* w : needed) {
+      if (context.measured_graphs.count(w->name) == 0) {
+        context.measured_graphs.emplace(w->name, load_workload(*w, workloads));
+      }
+    }
   }
 }
 
@@ -124,9 +172,23 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
                              nullptr,
                              {},
                              options.metadata.provenance,
-                             options.simulate_threads};
+                             options.simulate_threads,
+                             nullptr,
+                             {}};
   context.cost = hardware::make_cost_model(context.cluster);  // calibrated for measured profiles
   load_graphs(plan, context.graphs);
+  RunnerOptions run_options = options;
+  const auto measuring = measured_reward_agents(plan);
+  if (!measuring.empty()) {
+    prepare_measured_rewards(plan, options, measuring, context);
+    if (options.jobs > 1 && options.progress != nullptr) {
+      *options.progress << "gopt: " << core::join(measuring)
+                        << " train on measured rewards: the run takes one job at a time (not "
+                        << options.jobs << "), so that executions do not share the CPUs\n"
+                        << std::flush;
+    }
+    run_options.jobs = 1;
+  }
   std::vector<runner::Progress::Item> items;
   const auto ops = ops_of(context.graphs);
   for (const auto& job : plan.jobs) {
@@ -135,7 +197,9 @@ RunSummary run_experiment(const ExperimentConfig& config, ResultSink& sink,
   // A run shared by ranks: rank 0 writes every result; the others send theirs to it.
   const bool remote = options.team != nullptr && options.team->rank() != 0;
   if (!remote) sink.begin(options.metadata);
-  if (!plan.jobs.empty()) runner::execute_plan(context, sink, options, summary, std::move(items));
+  if (!plan.jobs.empty()) {
+    runner::execute_plan(context, sink, run_options, summary, std::move(items));
+  }
   summary.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
   return summary;
 }

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/strings.h"
 #include "experiments/tables/families.h"
 #include "hardware/validation.h"
 
@@ -102,6 +103,139 @@ std::string three_decimals(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3f", v);
   return buf;
+}
+
+// The first result of each agent of the file, by label.
+std::map<std::string, const RunResult*> first_results(const Grid& g) {
+  std::map<std::string, const RunResult*> first;
+  for (const RunResult* r : g.results) first.emplace(r->key.agent, r);
+  return first;
+}
+
+// Learners trained on measured rewards against their twins trained on the simulator, both
+// measured (`reward: measured`, experiments/run/measured_reward.h); empty when no agent of
+// the file trained on measured rewards.
+std::optional<Table> reward_table(const MeasuredGrid& m, const Grid& g) {
+  const auto first = first_results(g);
+  // Each agent on measured rewards and its twin: the first agent of its type on simulated
+  // rewards with the same resolved options.
+  std::vector<std::pair<const ResultAgent*, const ResultAgent*>> pairs;
+  std::vector<std::string> unpaired;
+  for (const auto& a : g.agents) {
+    const RunResult* r = first.at(a.name);
+    if (r->reward != "measured") continue;
+    const ResultAgent* twin = nullptr;
+    for (const auto& b : g.agents) {
+      const RunResult* o = first.at(b.name);
+      if (o->reward == "simulated" && o->agent_type == r->agent_type &&
+          o->resolved_options == r->resolved_options) {
+        twin = &b;
+        break;
+      }
+    }
+    if (twin == nullptr) {
+      unpaired.push_back(a.name);
+    } else {
+      pairs.emplace_back(&a, twin);
+    }
+  }
+  if (pairs.empty() && unpaired.empty()) return std::nullopt;
+  Table t;
+  t.id = "measured_rewards";
+  t.title = "Trained on measured rewards against trained on the simulator, both measured";
+  t.header = {"workload",       "measured rewards",    "simulated rewards",
+              "measured (ms)",  "twin measured (ms)",  "change, measured",
+              "simulated (ms)", "twin simulated (ms)", "decisions executed"};
+  std::map<std::pair<std::string, std::string>, std::pair<double, int>> executions;
+  for (const RunResult* r : g.results) {
+    if (r->reward != "measured") continue;
+    auto& e = executions[{r->key.workload, r->key.agent}];
+    e.first += static_cast<double>(r->reward_executions);
+    ++e.second;
+  }
+  std::vector<double> changes;
+  for (const auto& [with, twin] : pairs) {
+    for (const auto& w : g.workloads) {
+      const MeasuredCell* a = m.cell(w, with->name);
+      const MeasuredCell* b = m.cell(w, twin->name);
+      if (a == nullptr || b == nullptr) continue;
+      changes.push_back(reduction(a->measured_s(), b->measured_s()));
+      const auto& e = executions[{w, with->name}];
+      char count[32];
+      std::snprintf(count, sizeof count, "%.0f", e.second > 0 ? e.first / e.second : 0.0);
+      t.rows.push_back({w, with->name, twin->name, ms(a->measured_s()), ms(b->measured_s()),
+                        percent(changes.back()), ms(a->simulated_s()), ms(b->simulated_s()),
+                        count});
+    }
+  }
+  if (changes.size() > 1) {
+    t.rows.push_back({"average", "", "", "", "", average_text(changes), "", "", ""});
+  }
+  t.notes.push_back(
+      "Each agent trained on measured rewards (every sample executed on the backend) beside "
+      "the first agent of its type and options trained on the simulator, each row's means "
+      "over the seeds measured; change: the measured step-time reduction of training on "
+      "measured rewards (positive: faster than its twin). Both decisions were measured by "
+      "`gopt measure` at the end; decisions executed: distinct decisions timed in training, "
+      "the mean over seeds.");
+  if (!unpaired.empty()) {
+    t.notes.push_back("No agent of the same type and options trained on the simulator for: " +
+                      core::join(unpaired) + ".");
+  }
+  return t;
+}
+
+// Each agent's gain over the reference of the file's table (TF default in a multi-task file,
+// else the paper's reference baseline), simulated and measured: whether a simulated gain
+// holds when the decisions run.
+std::optional<Table> gains_table(const MeasuredGrid& m, const Grid& g) {
+  const ResultAgent* reference = nullptr;
+  std::vector<const ResultAgent*> baselines;
+  for (const auto& a : g.agents) {
+    if (a.type == "tf_default" && reference == nullptr) reference = &a;
+    if (!is_go(a)) baselines.push_back(&a);
+  }
+  if (reference == nullptr) reference = paper_reference(baselines);
+  if (reference == nullptr) return std::nullopt;
+  Table t;
+  t.id = "measured_gains";
+  t.title = "Measured on hardware: each agent's gain over " + reference->name +
+            ", simulated and measured";
+  t.header = {"workload", "agent", "gain, simulated", "gain, measured", "measured - simulated"};
+  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> by_agent;
+  for (const auto& w : g.workloads) {
+    const MeasuredCell* ref = m.cell(w, reference->name);
+    if (ref == nullptr) continue;
+    for (const auto& a : g.agents) {
+      if (&a == reference) continue;
+      const MeasuredCell* c = m.cell(w, a.name);
+      if (c == nullptr) continue;
+      const double simulated = reduction(c->simulated_s(), ref->simulated_s());
+      const double measured = reduction(c->measured_s(), ref->measured_s());
+      by_agent[a.name].first.push_back(simulated);
+      by_agent[a.name].second.push_back(measured);
+      t.rows.push_back(
+          {w, a.name, percent(simulated), percent(measured), percent(measured - simulated)});
+    }
+  }
+  if (t.rows.empty()) return std::nullopt;
+  for (const auto& a : g.agents) {
+    const auto it = by_agent.find(a.name);
+    if (it == by_agent.end() || it->second.first.size() < 2) continue;
+    double sim = 0, real = 0;
+    for (double x : it->second.first) sim += x;
+    for (double x : it->second.second) real += x;
+    const auto n = static_cast<double>(it->second.first.size());
+    t.rows.push_back(
+        {"average", a.name, percent(sim / n), percent(real / n), percent((real - sim) / n)});
+  }
+  t.notes.push_back("Gain: the step-time reduction against " + reference->name +
+                    " on the same workload, each world's means over the measured seeds "
+                    "(positive: faster than " +
+                    reference->name +
+                    "); measured - simulated: how many points of the simulated gain the "
+                    "measurements add (positive) or take away (negative).");
+  return t;
 }
 
 }  // namespace
@@ -248,7 +382,10 @@ std::vector<Table> measured_tables(const ResultsFile& file, const Grid& g) {
       "two of the measured winner's. GO vs best baseline: the fastest GO agent against the "
       "fastest other agent, each chosen in its own world (simulated or measured), as a "
       "step-time reduction.");
-  return {t, w};
+  std::vector<Table> out = {t, w};
+  if (auto gains = gains_table(m, g)) out.push_back(std::move(*gains));
+  if (auto rewards = reward_table(m, g)) out.push_back(std::move(*rewards));
+  return out;
 }
 
 }  // namespace gopt::experiments::tables

@@ -63,6 +63,12 @@ struct ExecutionOptions {
   GOPT_OPTION(int, timed_steps, 5)  ///< steps whose median is reported
   /// Keep the per-op and per-copy start/end times of the median step (for traces and tests).
   GOPT_OPTION(bool, record_timeline, false)
+  /// Keep the kernels of the graph's unfused ops, with their operands, for the next execute
+  /// of the same graph object, and take those the last one kept: a learner on measured
+  /// rewards executes hundreds of decisions of one graph, and making the operands (random
+  /// tensors) takes most of a short execution. Each op gets the same kernel shapes either
+  /// way, on its device; the warm-up steps run as without.
+  GOPT_OPTION(bool, reuse_kernels, false)
 };
 
 /// A real cross-device copy in one step: `bytes` of `producer`'s output sent to `dst`.

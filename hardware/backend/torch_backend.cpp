@@ -16,6 +16,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <numeric>
 #include <thread>
@@ -204,6 +205,22 @@ struct TorchBackend::Impl {
   BackendKind kind;
   DeviceId num_devices;
   std::vector<int> worker_cpus;  // empty: unpinned
+  // ExecutionOptions::reuse_kernels: the graph whose kernels are kept (its address, name and
+  // op count), and each unfused op's kernel by (op, torch device index).
+  struct KernelCache {
+    const core::Graph* graph = nullptr;
+    std::string name;
+    NodeId ops = 0;
+    std::map<std::pair<NodeId, int>, Kernel> kernels;
+  } cache;
+
+  // The kernel cache for `graph`, emptied when it held another graph's.
+  std::map<std::pair<NodeId, int>, Kernel>& kernels_of(const core::Graph& graph) {
+    if (cache.graph != &graph || cache.name != graph.name() || cache.ops != graph.num_nodes()) {
+      cache = {&graph, graph.name(), graph.num_nodes(), {}};
+    }
+    return cache.kernels;
+  }
 
   [[nodiscard]] torch::Device torch_device(DeviceId d) const {
     if (kind == BackendKind::kCuda) return {torch::kCUDA, static_cast<c10::DeviceIndex>(d)};
@@ -215,7 +232,8 @@ struct TorchBackend::Impl {
   }
 
   Plan build_plan(const core::Graph& graph, const core::CompiledGraph& cg,
-                  const core::Decision& decision) const {
+                  const core::Decision& decision, bool reuse_kernels) {
+    auto* kept = reuse_kernels ? &kernels_of(graph) : nullptr;
     Plan p;
     p.groups = simulator::form_fusion_groups(cg, decision);
     const auto units = static_cast<std::size_t>(p.num_units());
@@ -242,12 +260,22 @@ struct TorchBackend::Impl {
       }
       ++p.tasks_on[static_cast<std::size_t>(p.device[i])];
       if (end - begin == 1) {
+        const torch::Device device = torch_device(p.device[i]);
+        const std::pair<NodeId, int> key{first, device.is_cuda() ? device.index() : -1};
+        if (kept != nullptr) {
+          if (const auto found = kept->find(key); found != kept->end()) {
+            p.kernels.push_back(found->second);
+            if (p.kernels.back().proxy) p.proxy_ops.push_back(first);
+            continue;
+          }
+        }
         OpView view{&graph.node(first), {}, channels_last};
         for (auto s = cg.in_begin(first); s < cg.in_end(first); ++s) {
           auto e = cg.in_edge(s);
           if (!cg.edge_is_control(e)) view.input_bytes.push_back(cg.edge_bytes(e));
         }
-        p.kernels.push_back(make_kernel(view, torch_device(p.device[i])));
+        p.kernels.push_back(make_kernel(view, device));
+        if (kept != nullptr) kept->emplace(key, p.kernels.back());
         if (p.kernels.back().proxy) p.proxy_ops.push_back(first);
         continue;
       }
@@ -298,7 +326,7 @@ struct TorchBackend::Impl {
 };
 
 TorchBackend::TorchBackend(BackendKind kind, DeviceId num_devices, const BackendOptions& options)
-    : impl_(std::make_unique<Impl>(Impl{kind, num_devices, {}})) {
+    : impl_(std::make_unique<Impl>(Impl{kind, num_devices, {}, {}})) {
   if (num_devices < 1) {
     throw core::InputError("--devices", "",
                            "expected at least 1 device, found " + std::to_string(num_devices));
@@ -354,7 +382,7 @@ ExecutionResult TorchBackend::execute(const core::Graph& graph, const core::Deci
                            "expected at least one timed step and no negative warm-up");
   }
   c10::InferenceMode inference;
-  Plan plan = impl_->build_plan(graph, cg, decision);
+  Plan plan = impl_->build_plan(graph, cg, decision, options.reuse_kernels);
   const auto num_units = static_cast<std::size_t>(plan.num_units());
   const auto num_ops = static_cast<std::size_t>(cg.num_nodes());
   const auto num_copies = plan.copies.size();

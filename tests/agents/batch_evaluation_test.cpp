@@ -4,6 +4,7 @@
 // bit.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -71,6 +72,51 @@ TEST(EvaluateManyTest, ABadDecisionIsReportedAsASerialLoopWould) {
   const std::string message = gopt::testing::error_of([&] { (void)env.evaluate_many(decisions); });
   EXPECT_NE(message.find("placed on device 7,"), std::string::npos) << message;
   EXPECT_EQ(env.samples(), 0);  // nothing of the failed batch is counted
+}
+
+// A StepTimer whose time of a decision is the number of ops it places on device 1, in
+// milliseconds, and that counts what it was asked.
+class DeviceOneTimer : public StepTimer {
+ public:
+  Seconds step_time_s(const core::Decision& d) override {
+    ++calls;
+    return 1e-3 * static_cast<double>(std::count(d.placement->begin(), d.placement->end(), 1));
+  }
+  int calls = 0;
+};
+
+// Measured rewards (experiments/run/measured_reward.h): with a timer, every evaluation that
+// fits takes the timer's step time, batches and delta simulation included, the best
+// decision is the timer's best, and the simulation itself keeps its simulated time.
+TEST(StepTimerTest, EvaluationsTakeTheTimersStepTimes) {
+  testing::ProblemFixture f(testing::parallel_chains(2, 6), "p100x2_pcie");
+  const auto decisions = random_decisions(f, 9, 4);
+  DeviceOneTimer timer;
+  Environment env(f.problem);
+  env.set_threads(2);
+  env.set_step_timer(&timer);
+  EXPECT_EQ(env.step_timer(), &timer);
+  const auto batch = env.evaluate_many(decisions);
+  EXPECT_EQ(timer.calls, 9);
+  double best = 1e30;
+  for (std::size_t i = 0; i < decisions.size(); ++i) {
+    const auto on_one =
+        std::count(decisions[i].placement->begin(), decisions[i].placement->end(), 1);
+    EXPECT_DOUBLE_EQ(batch[i].step_time_s, 1e-3 * static_cast<double>(on_one)) << i;
+    best = std::min(best, batch[i].step_time_s);
+  }
+  EXPECT_DOUBLE_EQ(env.best_step_time_s(), best);
+  const Evaluation single = env.evaluate(decisions[0]);
+  EXPECT_DOUBLE_EQ(single.step_time_s, batch[0].step_time_s);
+  EXPECT_NE(env.last_result().step_time_s, single.step_time_s);  // the simulation's own
+  EXPECT_DOUBLE_EQ(env.evaluate_delta(decisions[1]).step_time_s, batch[1].step_time_s);
+  EXPECT_EQ(timer.calls, 11);
+  EXPECT_EQ(env.samples(), 11);
+  env.set_step_timer(nullptr);  // the simulator's again
+  Environment plain(f.problem);
+  EXPECT_DOUBLE_EQ(env.evaluate(decisions[2]).step_time_s,
+                   plain.evaluate(decisions[2]).step_time_s);
+  EXPECT_EQ(timer.calls, 11);
 }
 
 // An agent's learning curve and proposal after `steps` updates with `threads` threads.

@@ -213,6 +213,38 @@ TEST(BackendTest, FusedGroupsRunAsOneTaskEach) {
   }
 }
 
+// ExecutionOptions::reuse_kernels (measured rewards): decisions executed one after another
+// with kernels kept between them run as fresh executions do (copies, fused groups, proxies,
+// ops with work), also after a switch to another graph and back.
+TEST(BackendTest, ReusedKernelsRunEveryDecisionAsFreshOnes) {
+  auto backend = make_backend(BackendKind::kCpu, 2);
+  const core::Graph g = diamond();
+  const core::Graph other = diamond();
+  std::vector<core::Decision> decisions(4);
+  decisions[0].placement = std::vector<DeviceId>{0, 1, 0, 1, 0};
+  decisions[1].placement = std::vector<DeviceId>{1, 1, 0, 0, 1};
+  decisions[2].fusion = std::vector<std::int32_t>{1, 1, 1, 1, 1};
+  decisions[3].placement = std::vector<DeviceId>{0, 1, 0, 1, 0};
+  const auto fresh = ExecutionOptions().with_warmup_steps(0).with_timed_steps(1);
+  const auto reuse = ExecutionOptions(fresh).with_reuse_kernels(true);
+  for (const core::Graph* graph : {&g, &g, &other, &g}) {
+    for (const auto& d : decisions) {
+      const auto a = backend->execute(*graph, d, fresh);
+      const auto b = backend->execute(*graph, d, reuse);
+      EXPECT_EQ(b.num_copies, a.num_copies);
+      EXPECT_EQ(b.bytes_copied, a.bytes_copied);
+      EXPECT_EQ(b.fused_groups, a.fused_groups);
+      EXPECT_EQ(b.fused_loop_ops, a.fused_loop_ops);
+      EXPECT_EQ(b.num_proxy_ops, a.num_proxy_ops);
+      EXPECT_GT(b.step_time_s, 0);
+      ASSERT_EQ(b.op_time_s.size(), a.op_time_s.size());
+      for (std::size_t v = 0; v < a.op_time_s.size(); ++v) {
+        EXPECT_EQ(b.op_time_s[v] > 0, a.op_time_s[v] > 0) << "op " << v;
+      }
+    }
+  }
+}
+
 // The arithmetic of the fused loops, element by element against hand-computed values.
 TEST(FusedLoopTest, EveryLoopOpComputesItsFunction) {
   const float a[4] = {0.0F, 1.0F, 4.0F, 0.25F};

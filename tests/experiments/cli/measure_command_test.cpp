@@ -211,6 +211,74 @@ TEST_F(MeasureCommandTest, RunWithMeasureMeasuresWhenTheRunEnds) {
   EXPECT_TRUE(contains(console.err, "--measure needs a results file")) << console.err;
 }
 
+// `reward: measured`: a learner whose samples run on the backend, beside its twin on the
+// simulator; one job at a time; the result says where its rewards came from, and after
+// `gopt measure` the table of measured rewards pairs the two. Refused on hardware that is
+// not a measured profile, and for an agent that does not learn.
+TEST_F(MeasureCommandTest, TrainsOnMeasuredRewardsBesideItsTwinOnTheSimulator) {
+  ASSERT_EQ(calibrate_.exit_code, 0) << calibrate_.err;
+  auto write = [&](const std::string& name, const std::string& hardware,
+                   const std::string& agents) {
+    const std::string config = dir_ + "/" + name + ".yaml";
+    std::ofstream(config) << "name: " << name << "\ntable: placement\nhardware: " << hardware
+                          << "\nseeds: [1]\nworkloads:\n"
+                             "  - {name: rnnlm, graph: rnnlm_2, set: {hidden: 16, vocab: 50, "
+                             "batch: 2, seq_len: 2}}\nagents:\n"
+                          << agents;
+    return config;
+  };
+  const std::string hdp_pair =
+      "  - {name: hdp, options: {samples_per_step: 4}, budget: {steps: 3}}\n"
+      "  - {name: hdp_measured, agent: hdp, options: {samples_per_step: 4}, budget: {steps: 3}, "
+      "reward: measured}\n";
+  const std::string file = dir_ + "/rewards.h5";
+  const auto run = run_command(kGopt + " run " + write("rewards", profile_, hdp_pair) + " --out " +
+                               file + " --jobs 2 --measure");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_TRUE(contains(run.err, "one job at a time")) << run.err;
+  EXPECT_TRUE(contains(run.err, "measured decisions")) << run.err;
+  const ResultsFile f = read_results_file(file);
+  ASSERT_EQ(f.results.size(), 2u);
+  for (const auto& r : f.results) {
+    if (r.key.agent == "hdp_measured") {
+      EXPECT_EQ(r.reward, "measured");
+      EXPECT_GT(r.reward_executions, 0);
+      EXPECT_LE(r.reward_executions, r.samples);
+      EXPECT_GT(r.best_step_time_s, 0);
+      ASSERT_FALSE(r.learning_curve.empty());
+      EXPECT_GT(r.learning_curve.back().best_step_time_s, 0);
+    } else {
+      EXPECT_EQ(r.reward, "simulated");
+      EXPECT_EQ(r.reward_executions, 0);
+    }
+  }
+  const auto table = run_command(kGopt + " table " + file + " --table measured_rewards");
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_TRUE(contains(table.out, "Trained on measured rewards")) << table.out;
+  const auto csv = run_command(kGopt + " table " + file + " --table measured_rewards --format csv");
+  EXPECT_TRUE(contains(csv.out, "rnnlm,hdp_measured,hdp,")) << csv.out;
+
+  // Refused before anything runs: simulated hardware, a shared run's absent, a non-learner.
+  const std::string refused = dir_ + "/rewards_p100.h5";
+  auto r = run_command(kGopt + " run " + write("rewards_p100", "p100x2_pcie", hdp_pair) +
+                       " --out " + refused);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "agents.hdp_measured.reward")) << r.err;
+  EXPECT_TRUE(contains(r.err, "not one measured on this machine")) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(refused));  // nothing ran
+  r = run_command(kGopt + " run " +
+                  write("rewards_baseline", profile_, "  - {name: metis, reward: measured}\n") +
+                  " --out " + dir_ + "/rewards_baseline.h5");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "agents[0].reward")) << r.err;
+  EXPECT_TRUE(contains(r.err, "does not learn")) << r.err;
+  r = run_command(kGopt + " run " +
+                  write("rewards_typo", profile_, "  - {name: hdp, reward: real}\n") + " --out " +
+                  dir_ + "/rewards_typo.h5");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "expected 'simulated'")) << r.err;
+}
+
 TEST_F(MeasureCommandTest, AnInterruptedMeasureKeepsFinishedWorkloadsAndContinues) {
   ASSERT_EQ(calibrate_.exit_code, 0) << calibrate_.err;
   const std::string file = run_tiny("interrupted", profile_);
