@@ -1,6 +1,7 @@
 // The measured tables: results' decisions executed on a real backend (`gopt measure`)
 // beside their simulated times (experiments/tables/families.h).
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -143,41 +144,72 @@ std::optional<Table> reward_table(const MeasuredGrid& m, const Grid& g) {
   Table t;
   t.id = "measured_rewards";
   t.title = "Trained on measured rewards against trained on the simulator, both measured";
-  t.header = {"workload",       "measured rewards",    "simulated rewards",
-              "measured (ms)",  "twin measured (ms)",  "change, measured",
-              "simulated (ms)", "twin simulated (ms)", "decisions executed"};
-  std::map<std::pair<std::string, std::string>, std::pair<double, int>> executions;
+  t.header = {"workload",
+              "measured rewards",
+              "simulated rewards",
+              "measured (ms)",
+              "twin measured (ms)",
+              "change, measured",
+              "simulated (ms)",
+              "twin simulated (ms)",
+              "best in training (ms)",
+              "training - measured",
+              "decisions executed"};
+  // Per (workload, agent on measured rewards): the decisions executed and the best reward
+  // its training saw (the learning curve's last best, in measured times), summed over seeds.
+  struct Training {
+    double executions = 0;
+    double best_s = 0;
+    int seeds = 0;
+    int with_curve = 0;
+  };
+  std::map<std::pair<std::string, std::string>, Training> training;
   for (const RunResult* r : g.results) {
     if (r->reward != "measured") continue;
-    auto& e = executions[{r->key.workload, r->key.agent}];
-    e.first += static_cast<double>(r->reward_executions);
-    ++e.second;
+    auto& e = training[{r->key.workload, r->key.agent}];
+    e.executions += static_cast<double>(r->reward_executions);
+    ++e.seeds;
+    if (!r->learning_curve.empty() && std::isfinite(r->learning_curve.back().best_step_time_s)) {
+      e.best_s += r->learning_curve.back().best_step_time_s;
+      ++e.with_curve;
+    }
   }
-  std::vector<double> changes;
+  std::vector<double> changes, optimisms;
   for (const auto& [with, twin] : pairs) {
     for (const auto& w : g.workloads) {
       const MeasuredCell* a = m.cell(w, with->name);
       const MeasuredCell* b = m.cell(w, twin->name);
       if (a == nullptr || b == nullptr) continue;
       changes.push_back(reduction(a->measured_s(), b->measured_s()));
-      const auto& e = executions[{w, with->name}];
+      const Training& e = training[{w, with->name}];
       char count[32];
-      std::snprintf(count, sizeof count, "%.0f", e.second > 0 ? e.first / e.second : 0.0);
+      std::snprintf(count, sizeof count, "%.0f", e.seeds > 0 ? e.executions / e.seeds : 0.0);
+      std::string best = "-", optimism = "-";
+      if (e.with_curve > 0) {
+        const double best_s = e.best_s / e.with_curve;
+        optimisms.push_back(100.0 * (best_s / a->measured_s() - 1));
+        best = ms(best_s);
+        optimism = percent(optimisms.back());
+      }
       t.rows.push_back({w, with->name, twin->name, ms(a->measured_s()), ms(b->measured_s()),
-                        percent(changes.back()), ms(a->simulated_s()), ms(b->simulated_s()),
-                        count});
+                        percent(changes.back()), ms(a->simulated_s()), ms(b->simulated_s()), best,
+                        optimism, count});
     }
   }
   if (changes.size() > 1) {
-    t.rows.push_back({"average", "", "", "", "", average_text(changes), "", "", ""});
+    t.rows.push_back({"average", "", "", "", "", average_text(changes), "", "", "",
+                      optimisms.size() > 1 ? average_text(optimisms) : "", ""});
   }
   t.notes.push_back(
       "Each agent trained on measured rewards (every sample executed on the backend) beside "
       "the first agent of its type and options trained on the simulator, each row's means "
       "over the seeds measured; change: the measured step-time reduction of training on "
       "measured rewards (positive: faster than its twin). Both decisions were measured by "
-      "`gopt measure` at the end; decisions executed: distinct decisions timed in training, "
-      "the mean over seeds.");
+      "`gopt measure` at the end; best in training: the fastest measured reward the agent "
+      "saw in training (its decision's, as the learner timed it: one warm-up and the median "
+      "of three steps); training - measured: how far that is from the decision's measurement "
+      "at the end (negative: training saw it faster, as the minimum of many noisy times "
+      "is); decisions executed: distinct decisions timed in training, the mean over seeds.");
   if (!unpaired.empty()) {
     t.notes.push_back("No agent of the same type and options trained on the simulator for: " +
                       core::join(unpaired) + ".");
