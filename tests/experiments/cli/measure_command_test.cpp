@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -14,9 +15,12 @@
 #include <sstream>
 #include <streambuf>
 #include <string>
+#include <vector>
 
+#include "core/graph.h"
 #include "experiments/results/results_file.h"
 #include "experiments/run/measure.h"
+#include "experiments/run/measured_reward.h"
 #include "hardware/backend/backend.h"
 #include "hardware/profile.h"
 #include "tests/support/expect_error.h"
@@ -211,6 +215,81 @@ TEST_F(MeasureCommandTest, RunWithMeasureMeasuresWhenTheRunEnds) {
   EXPECT_TRUE(contains(console.err, "--measure needs a results file")) << console.err;
 }
 
+// A backend whose step time is a function of the decision's placement: each device's op
+// count times 1 ms, the busiest device's. The first execution of a decision listed in
+// `lucky` reads 10x faster, as a noisy short measurement may.
+class FakeBackend final : public hardware::backend::Backend {
+ public:
+  std::vector<core::Decision> lucky;
+  int executions = 0;
+  [[nodiscard]] hardware::backend::BackendKind kind() const override {
+    return hardware::backend::BackendKind::kCpu;
+  }
+  [[nodiscard]] core::DeviceId num_devices() const override { return 2; }
+  [[nodiscard]] std::string describe() const override { return "fake"; }
+  [[nodiscard]] std::vector<int> worker_cpus() const override { return {}; }
+  [[nodiscard]] hardware::backend::ExecutionResult execute(
+      const core::Graph& graph, const core::Decision& decision,
+      const hardware::backend::ExecutionOptions& options) override {
+    ++executions;
+    std::vector<int> ops(2, 0);
+    for (core::NodeId v = 0; v < graph.num_nodes(); ++v) {
+      ++ops[static_cast<std::size_t>(decision.device_of(v))];
+    }
+    double t = 1e-3 * std::max(ops[0], ops[1]);
+    for (auto it = lucky.begin(); it != lucky.end(); ++it) {
+      if (it->placement != decision.placement) continue;
+      t /= 10;
+      lucky.erase(it);
+      break;
+    }
+    hardware::backend::ExecutionResult r;
+    r.step_times_s.assign(static_cast<std::size_t>(options.timed_steps), t);
+    r.step_time_s = t;
+    return r;
+  }
+};
+
+// The decision a job on measured rewards proposes: the fastest of the agent's own and the
+// decisions with the fastest sample times, measured again, so that a decision whose one
+// short measurement was lucky does not win.
+TEST(MeasuredRewardTest, SelectsTheFastestCandidateMeasuredAgain) {
+  core::GraphBuilder b("four");
+  for (int i = 0; i < 4; ++i) b.add("op" + std::to_string(i), "Relu").output({16});
+  const core::Graph graph = std::move(b).build();
+  auto placed = [](std::vector<core::DeviceId> p) {
+    core::Decision d;
+    d.placement = std::move(p);
+    return d;
+  };
+  const core::Decision one = placed({0, 0, 0, 0});     // 4 ms
+  const core::Decision split = placed({0, 0, 1, 1});   // 2 ms
+  const core::Decision skewed = placed({0, 0, 0, 1});  // 3 ms, 0.3 ms when lucky
+  FakeBackend backend;
+  backend.lucky = {skewed};
+  MeasuredReward reward(backend, graph, MeasuredRewardOptions().with_final_candidates(2));
+  EXPECT_DOUBLE_EQ(reward.step_time_s(one), 4e-3);
+  EXPECT_DOUBLE_EQ(reward.step_time_s(split), 2e-3);
+  EXPECT_DOUBLE_EQ(reward.step_time_s(skewed), 0.3e-3);  // the fastest sample, by luck
+  EXPECT_DOUBLE_EQ(reward.step_time_s(skewed), 0.3e-3);  // from the cache
+  EXPECT_EQ(backend.executions, 3);
+  // Proposed: the luckiest. Candidates: it and the fastest other sample (split).
+  Selection s = reward.select(skewed);
+  EXPECT_EQ(s.candidates, 2u);
+  EXPECT_TRUE(s.changed);
+  EXPECT_EQ(s.decision.placement, split.placement);
+  EXPECT_DOUBLE_EQ(s.step_time_s, 2e-3);
+  EXPECT_EQ(backend.executions, 3 + 2 * MeasuredRewardOptions().final_rounds);
+  // Proposing the fastest keeps it; with more candidates allowed all three are measured.
+  MeasuredReward wide(backend, graph);
+  (void)wide.step_time_s(one);
+  (void)wide.step_time_s(skewed);
+  s = wide.select(split);
+  EXPECT_EQ(s.candidates, 3u);
+  EXPECT_FALSE(s.changed);
+  EXPECT_EQ(s.decision.placement, split.placement);
+}
+
 // `reward: measured`: a learner whose samples run on the backend, beside its twin on the
 // simulator; one job at a time; the result says where its rewards came from, and after
 // `gopt measure` the table of measured rewards pairs the two. Refused on hardware that is
@@ -257,6 +336,15 @@ TEST_F(MeasureCommandTest, TrainsOnMeasuredRewardsBesideItsTwinOnTheSimulator) {
   EXPECT_TRUE(contains(table.out, "Trained on measured rewards")) << table.out;
   const auto csv = run_command(kGopt + " table " + file + " --table measured_rewards --format csv");
   EXPECT_TRUE(contains(csv.out, "rnnlm,hdp_measured,hdp,")) << csv.out;
+  // The best reward hdp_measured saw in training (9th column) is a time, not "-".
+  EXPECT_TRUE(contains(csv.out, "best in training (ms)")) << csv.out;
+  const auto row = csv.out.find("rnnlm,hdp_measured,hdp,");
+  ASSERT_NE(row, std::string::npos) << csv.out;
+  std::vector<std::string> cells;
+  std::istringstream line(csv.out.substr(row, csv.out.find('\n', row) - row));
+  for (std::string cell; std::getline(line, cell, ',');) cells.push_back(cell);
+  ASSERT_EQ(cells.size(), 11u) << csv.out;
+  EXPECT_GT(std::stod(cells[8]), 0) << csv.out;
 
   // Refused before anything runs: simulated hardware, a shared run's absent, a non-learner.
   const std::string refused = dir_ + "/rewards_p100.h5";
