@@ -205,11 +205,11 @@ std::optional<Table> reward_table(const MeasuredGrid& m, const Grid& g) {
       "the first agent of its type and options trained on the simulator, each row's means "
       "over the seeds measured; change: the measured step-time reduction of training on "
       "measured rewards (positive: faster than its twin). Both decisions were measured by "
-      "`gopt measure` at the end; best in training: the fastest measured reward the agent "
-      "saw in training (its decision's, as the learner timed it: one warm-up and the median "
-      "of three steps); training - measured: how far that is from the decision's measurement "
-      "at the end (negative: training saw it faster, as the minimum of many noisy times "
-      "is); decisions executed: distinct decisions timed in training, the mean over seeds.");
+      "`gopt measure` at the end; best in training: the fastest reward the agent saw in "
+      "training (one warm-up and the median of three steps of a decision); training - "
+      "measured: how far that is from the measurement of the decision the job proposed "
+      "(negative: training saw faster than the end measures, as the minimum of many noisy "
+      "times is); decisions executed: distinct decisions timed in training, the mean over seeds.");
   if (!unpaired.empty()) {
     t.notes.push_back("No agent of the same type and options trained on the simulator for: " +
                       core::join(unpaired) + ".");
