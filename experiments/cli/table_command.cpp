@@ -1,5 +1,6 @@
 // `gopt table RESULTS.h5 [--format markdown|csv] [--table ID] [--recompute-bounds]
-// [--schedule critical_path]`: the paper's tables from a results file written by `gopt run`.
+// [--schedule critical_path] [--resimulate [--hardware PROFILE]]`: the paper's tables from a
+// results file written by `gopt run`.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <memory>
@@ -23,6 +24,8 @@ struct TableArgs {
   std::string table;
   bool recompute_bounds = false;
   std::string schedule = "recorded";  ///< recorded | critical_path
+  bool resimulate = false;
+  std::string hardware;  ///< with resimulate: the profile to simulate on ("" : the file's)
 };
 
 int print_tables(const TableArgs& args, CliContext& ctx) {
@@ -34,8 +37,23 @@ int print_tables(const TableArgs& args, CliContext& ctx) {
                                " table reads the recorded learning curves; --schedule "
                                "critical_path re-simulates only the final decisions");
   }
+  if (!args.hardware.empty() && !args.resimulate) {
+    throw core::InputError(args.file, "--hardware", "applies only with --resimulate");
+  }
+  if (args.resimulate && rescheduled) {
+    throw core::InputError(args.file, "--resimulate",
+                           "measurements are of the recorded decisions; it does not combine "
+                           "with --schedule critical_path");
+  }
   ResultsFile file = read_results_file(args.file);
+  if (args.resimulate && file.measurements.empty()) {
+    throw core::InputError(args.file, "--resimulate",
+                           "the file holds no measurements (`gopt measure` it first)");
+  }
   std::vector<std::string> notes;
+  if (args.resimulate) {
+    notes.push_back(resimulation_note(resimulate_measurements(file, args.hardware)));
+  }
   if (args.recompute_bounds) notes.push_back(bound_refresh_note(recompute_lower_bounds(file)));
   if (rescheduled) notes.push_back(reschedule_note(reschedule_critical_path(file)));
   auto tables = build_tables(file);
@@ -93,6 +111,13 @@ void add_table_command(CLI::App& app, CliContext& context) {
                 "Recompute each workload's lower bound with this gopt from the file's config "
                 "and use it where it is tighter than the stored one (a note says so)");
   add_schedule_option(*cmd, args->schedule);
+  cmd->add_flag("--resimulate", args->resimulate,
+                "Re-simulate the decision beside every measurement with this gopt, so that the "
+                "measured tables show this cost model's error without measuring again (a note "
+                "says so)");
+  cmd->add_option("--hardware", args->hardware,
+                  "With --resimulate: the hardware profile (name or file) to simulate on, with "
+                  "as many devices as the file's (default: the file's hardware)");
   cmd->add_option("--table", args->table,
                   "Print one table by id: placement, generalization, multitask, validation,\n"
                   "measured, measured_winners, convergence, running, *_bounds");

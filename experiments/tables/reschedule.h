@@ -40,4 +40,25 @@ Reschedule reschedule_critical_path(ResultsFile& file);
 /// the tables still show as recorded.
 [[nodiscard]] std::string reschedule_note(const Reschedule& done);
 
+/// What resimulate_measurements did.
+struct Resimulation {
+  std::string hardware;          ///< the profile simulated on: its name
+  std::size_t workloads = 0;     ///< workload labels whose graphs were rebuilt
+  std::size_t measurements = 0;  ///< measurements whose simulated time was replaced
+};
+
+/// `gopt table RESULTS.h5 --resimulate [--hardware PROFILE]`: replaces the simulated time
+/// beside every measurement (`gopt measure`) by a simulation of the same decision, as
+/// recorded, with this gopt on `hardware` (a profile name or file; "" : the file's hardware),
+/// so that the measured tables show a cost model's or a profile's error on the decisions
+/// measured, without measuring again. Results and their other tables keep the recorded
+/// times. Throws core::InputError naming the file when it records no config, a config or
+/// workload cannot be loaded, a rebuilt workload has another op count than its results, or
+/// `hardware` cannot be loaded or has another device count than the file's.
+Resimulation resimulate_measurements(ResultsFile& file, const std::string& hardware);
+
+/// One sentence for under the tables: which gopt re-simulated how many measurements on
+/// which hardware.
+[[nodiscard]] std::string resimulation_note(const Resimulation& done);
+
 }  // namespace gopt::experiments

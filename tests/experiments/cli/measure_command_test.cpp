@@ -215,6 +215,38 @@ TEST_F(MeasureCommandTest, RunWithMeasureMeasuresWhenTheRunEnds) {
   EXPECT_TRUE(contains(console.err, "--measure needs a results file")) << console.err;
 }
 
+// `gopt table --resimulate`: the simulated times beside the measurements come from this
+// gopt, on the file's hardware (the recorded ones again) or on another profile of as many
+// devices (other ones), without measuring again.
+TEST_F(MeasureCommandTest, TablesResimulateTheMeasuredDecisions) {
+  ASSERT_EQ(calibrate_.exit_code, 0) << calibrate_.err;
+  const std::string file = run_tiny("resimulated", profile_);
+  ASSERT_EQ(run_command(measure(file)).exit_code, 0);
+  const std::string table = kGopt + " table " + file + " --table measured --format csv";
+  const auto recorded = run_command(table);
+  ASSERT_EQ(recorded.exit_code, 0) << recorded.err;
+  const auto same = run_command(table + " --resimulate");
+  ASSERT_EQ(same.exit_code, 0) << same.err;
+  EXPECT_EQ(same.out, recorded.out);
+  EXPECT_TRUE(contains(same.err, "re-simulated by gopt")) << same.err;
+  EXPECT_TRUE(contains(same.err, "for 16 measurements on 2 workloads")) << same.err;
+  const auto other = run_command(table + " --resimulate --hardware p100x2_pcie");
+  ASSERT_EQ(other.exit_code, 0) << other.err;
+  EXPECT_NE(other.out, recorded.out);  // a P100 is not a CPU worker
+  EXPECT_TRUE(contains(other.err, "p100x2_pcie")) << other.err;
+  // Refused: another device count, --hardware alone, a file without measurements.
+  auto bad = run_command(table + " --resimulate --hardware p100x4_pcie");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_TRUE(contains(bad.err, "has 4 devices")) << bad.err;
+  bad = run_command(table + " --hardware p100x2_pcie");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_TRUE(contains(bad.err, "applies only with --resimulate")) << bad.err;
+  const std::string unmeasured = run_tiny("unmeasured", profile_);
+  bad = run_command(kGopt + " table " + unmeasured + " --resimulate");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_TRUE(contains(bad.err, "no measurements")) << bad.err;
+}
+
 // A backend whose step time is a function of the decision's placement: each device's op
 // count times 1 ms, the busiest device's. The first execution of a decision listed in
 // `lucky` reads 10x faster, as a noisy short measurement may.
