@@ -46,8 +46,9 @@ TEST(GraphCommandsTest, ListOfAConfigIsTheRealHardwareTableOfTheDocs) {
     std::istringstream rows(r.out);
     for (std::string row; std::getline(rows, row);) {
       EXPECT_TRUE(contains(docs, row))
-          << row << "\nregenerate the real-hardware table in docs/workloads.md with `gopt graph "
-                    "list --config experiments/configs/table2_real_cpu.yaml`";
+          << row
+          << "\nregenerate the real-hardware table in docs/workloads.md with `gopt graph "
+             "list --config experiments/configs/table2_real_cpu.yaml`";
     }
   }
   auto bad = run_command(kGopt + " graph list --config missing.yaml");
