@@ -63,18 +63,12 @@ class JobRewards {
     env.set_step_timer(timers_.back().get());
   }
   // Measured rewards: r's decision becomes the fastest of the agent's proposal and the
-  // decisions with the fastest rewards, measured again (MeasuredReward::select).
-  void select(const agents::Environment& env, RunResult& r) {
+  // decisions with the fastest rewards, measured again (MeasuredReward::select), and r says
+  // where its rewards came from.
+  void finish(const agents::Environment& env, RunResult& r) const {
     for (const auto& t : timers_) {
       if (env.step_timer() != t.get()) continue;
-      Selection s = t->select(r.decision);
-      r.decision = std::move(s.decision);
-    }
-  }
-  // The result of `env`: where its rewards came from.
-  void stamp(const agents::Environment& env, RunResult& r) const {
-    for (const auto& t : timers_) {
-      if (env.step_timer() != t.get()) continue;
+      r.decision = t->select(r.decision).decision;
       r.reward = "measured";
       r.reward_executions = t->executions();
     }
@@ -91,7 +85,7 @@ class JobRewards {
 // simulated one, as every row's (`gopt measure` measures it).
 RunResult result_of(const JobContext& context, const PlannedJob& job, const PlannedRow& row,
                     agents::Agent& agent, agents::Environment& env, Clock::time_point start,
-                    JobRewards& rewards) {
+                    const JobRewards& rewards) {
   const core::CompiledGraph& graph = env.problem().graph;
   RunResult r;
   r.key = row.key;
@@ -110,8 +104,7 @@ RunResult result_of(const JobContext& context, const PlannedJob& job, const Plan
   // A learned agent: one that trains, or one that applies a policy trained elsewhere.
   r.learner = agent.is_learner() || job.transfers;
   r.decision = agent.propose(env.problem());
-  rewards.select(env, r);
-  rewards.stamp(env, r);
+  rewards.finish(env, r);
   env.set_step_timer(nullptr);
   record_evaluation(context, env, env.evaluate(r.decision), r);
   r.samples = env.samples();
